@@ -1,0 +1,76 @@
+"""The vocabulary of symptoms: what the diagnosis reports, and what patterns and recipes match on.
+
+Each tag names one observable fact about a failing kernel (from the error maps, the probes or the
+kernel source). Knowledge-base patterns list the tags they explain (`symptoms:` in their front
+matter); the diagnosis reports the tags it saw; retrieval and the kb backend's ranking join on them.
+"""
+
+# Error-map facts (where the output is wrong).
+ERROR_MAP = {
+    "tail_block_wrong": "only elements in the last partial block (or past the last full block) are wrong",
+    "never_written": "some output elements still hold the poison the allocator was filled with",
+    "whole_rows_wrong": "the wrong elements form whole rows",
+    "whole_cols_wrong": "the wrong elements form whole columns",
+    "periodic_errors": "wrong elements repeat with a period that matches a block size or a stride",
+    "one_tile_wrong": "the wrong elements form one program's tile (or a few tiles)",
+    "all_wrong": "nearly every element is wrong",
+    "sparse_wrong": "a few scattered elements are wrong",
+    "nan_in_output": "the candidate produces NaN where the reference does not",
+    "inf_in_output": "the candidate produces Inf where the reference does not",
+}
+
+# Magnitude structure (how the values are wrong).
+MAGNITUDE = {
+    "constant_factor": "candidate = c * reference for one constant c",
+    "sign_flip": "candidate = -reference on the wrong elements",
+    "transposed": "candidate = reference transposed",
+    "shifted_by_one": "candidate equals the reference shifted by one position along an axis",
+    "precision_noise": "errors are small and relative (precision-level), not structural",
+    "offset_error": "candidate = reference + a constant",
+    "large_error": "errors are of the order of the values themselves",
+}
+
+# Dependence on the input set (when the output is wrong).
+DEPENDENCE = {
+    "fails_large_magnitude": "fails only for inputs scaled up (x100)",
+    "fails_small_magnitude": "fails only for inputs scaled down (x0.01)",
+    "fails_negative_inputs": "fails only when inputs are negated or all negative",
+    "fails_noncontiguous": "fails only for non-contiguous or transposed inputs",
+    "fails_param_redraw": "fails only when the parameters are re-drawn",
+    "fails_other_shapes": "fails only on shapes other than the task's",
+    "run_to_run_drift": "two runs on the same inputs give different outputs",
+    "inputs_mutated": "the candidate modified its inputs",
+}
+
+# Probe facts (instrumented copy of the kernel).
+PROBES = {
+    "masked_lane_store": "a store wrote lanes outside the output's bounds",
+    "out_of_bounds_load": "a load read outside its tensor's bounds",
+    "programs_overlap": "several programs wrote the same output element",
+    "programs_missing": "some output elements were written by no program",
+    "intermediate_wrong": "a probed intermediate (row max, row sum, mean, variance, accumulator) departs from the reference's",
+    "first_kernel_divergence": "the first of several kernels whose output departs from the reference",
+}
+
+# Static facts (kernel source).
+STATIC = {
+    "unmasked_load": "a tl.load has no mask",
+    "unmasked_store": "a tl.store has no mask",
+    "other_zero_before_max": "a masked load fills with 0 before a max/min reduction",
+    "floor_div_grid": "the launch grid uses floor division instead of triton.cdiv",
+    "low_precision_accumulator": "an accumulator is fp16/bf16",
+    "no_max_subtraction": "exp of unshifted values (softmax / log-sum-exp without the max)",
+    "int32_offsets": "offsets computed from program_id in 32 bits on a large tensor",
+    "loop_pointer_not_advanced": "a loop's pointers or offsets do not depend on the loop variable",
+    "store_without_atomic": "several programs store to the same address without atomics",
+    "hardcoded_stride": "a stride is assumed (1 or a shape) instead of passed from the tensor",
+    "block_smaller_than_row": "one block covers only part of the reduced axis",
+    "divides_by_block": "a mean or variance divides by the block size, not N",
+}
+
+ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC}
+
+
+def is_symptom(tag: str) -> bool:
+    """True if `tag` is in the vocabulary."""
+    return tag in ALL
