@@ -1,0 +1,305 @@
+"""Full-coverage evaluation: does the candidate compute the same function as the reference?
+
+Every check draws fresh inputs inside the sandbox workers, on the device: the task's get_inputs()
+under several seeds, other value distributions, non-contiguous layouts, re-drawn parameters. For each
+check the order is candidate, reference, candidate again on cloned inputs (catching caches, state
+and input mutation); the candidate's allocations are poisoned (NaN on the first run, a sentinel on
+the second) so unwritten elements never pass; outputs are compared in float64 by the reference
+worker, which the candidate's process never sees.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from debugger.case import Case
+from debugger.records import CheckResult, ErrorSignature, EvalReport, OutputStats
+from debugger.sandbox import WorkerDied, WorkerTimeout, get_sandbox
+from debugger.sandbox.channel import blob_to_tensors
+
+SENTINEL_POISON = -7777.0  # second-run poison: elements equal to it were never written
+
+
+def standard_checks() -> list[dict]:
+    """The checks every evaluation runs (specs understood by debugger.inputs)."""
+    specs = [{"name": f"seed{s}", "kind": "seed", "seed": s, "fingerprint": s < 2} for s in range(3)]
+    for name, transform in (("x3", "scale:3"), ("x0.01", "scale:0.01"), ("x100", "scale:100"),
+                            ("negated", "negate"), ("all_negative", "all_negative")):
+        specs.append({"name": name, "kind": "distribution", "seed": 10, "transform": transform})
+    specs.append({"name": "noncontiguous", "kind": "layout", "seed": 20, "transform": "noncontig"})
+    specs.append({"name": "transposed", "kind": "layout", "seed": 21, "transform": "transposed"})
+    specs.append({"name": "params_redrawn", "kind": "params", "seed": 30, "init_seed": 1, "param_noise": True})
+    return specs
+
+
+def quick_checks() -> list[dict]:
+    """A cheaper set for inner loops: one seed, one large-magnitude, one non-contiguous check."""
+    keep = {"seed0", "x100", "noncontiguous", "params_redrawn"}
+    return [s for s in standard_checks() if s["name"] in keep]
+
+
+def hidden_checks(shape_variants: list[dict] | None = None) -> list[dict]:
+    """Checks the repair loop never sees: other seeds, and other shapes where given."""
+    specs = [{"name": f"hidden_seed{s}", "kind": "hidden", "seed": s, "init_seed": s % 5}
+             for s in (1009, 2027)]
+    specs.append({"name": "hidden_x7neg", "kind": "hidden", "seed": 3041, "transform": "scale:-7"})
+    for i, shapes in enumerate(shape_variants or []):
+        specs.append({"name": f"hidden_shape{i}", "kind": "hidden", "seed": 4000 + i, "shapes": shapes})
+    return specs
+
+
+@dataclass
+class Evaluation:
+    """An EvalReport plus, when captured, the tensors of failing checks (for diagnosis)."""
+
+    report: EvalReport
+    artifacts: dict = field(default_factory=dict)  # check name -> {"reference", "native", "inputs", "runs"}
+    observations: dict = field(default_factory=dict)  # check name -> candidate-side facts (ops, launches...)
+
+
+def _signature(report: EvalReport) -> ErrorSignature:
+    failed = report.failed_checks
+    if not failed:
+        return ErrorSignature(status=report.status, kind=report.status)
+    first = failed[0]
+    bad = next((o for o in first.outputs if not o.passed), None)
+    kind = "exception" if first.status in ("runtime_error", "timeout", "compile_error") else "mismatch"
+    if bad is not None:
+        if bad.problem:
+            kind = "shape" if "shape" in bad.problem else "dtype" if "dtype" in bad.problem else "structure"
+        elif bad.nan_mismatch:
+            kind = "nan"
+    elif first.drift:
+        kind = "drift"
+    elif first.inputs_mutated:
+        kind = "mutation"
+    if first.status in ("runtime_error", "compile_error"):
+        kind = first.message.split(":", 1)[0][:60] or kind
+    return ErrorSignature(status=report.status, check=first.name, output=bad.index if bad else None,
+                          first_wrong=bad.first_wrong if bad else None, kind=kind,
+                          failed_checks=len(failed), frac_wrong=first.frac_wrong)
+
+
+def _summarise(check: CheckResult) -> None:
+    outs = [o for o in check.outputs if o.max_abs_err is not None]
+    if outs:
+        check.max_abs_err = max(o.max_abs_err for o in outs)
+        check.max_rel_err = max((o.max_rel_err or 0.0) for o in outs)
+        check.frac_wrong = max(o.frac_wrong for o in outs)
+
+
+def _message(report: EvalReport) -> str:
+    failed = report.failed_checks
+    total = len([c for c in report.checks if c.status != "skipped"])
+    if report.passed:
+        return f"pass on {total} checks"
+    if not failed:
+        return report.message
+    first = failed[0]
+    bad = next((o for o in first.outputs if not o.passed), None)
+    where = ""
+    if bad is not None:
+        where = bad.problem or (f"output {bad.index}: {bad.frac_wrong:.1%} of elements wrong, "
+                                f"max_abs_err {bad.max_abs_err:.3g}, first at {bad.first_wrong}")
+    detail = first.message or where
+    return f"{report.status} on {len(failed)}/{total} checks (first: {first.name}: {detail})"
+
+
+def _float(v):
+    if isinstance(v, str):
+        return float(v)
+    return v
+
+
+def evaluate(case: Case, device: str | None = None, *, atol: float | None = None, rtol: float | None = None,
+             timeout: float = 120.0, memory_limit_gb: float = 16.0, checks: list[dict] | None = None,
+             capture: bool = False, fail_fast: bool = False) -> EvalReport:
+    """Evaluate a candidate against its reference; see `run_evaluation` for the tensors too."""
+    return run_evaluation(case, device, atol=atol, rtol=rtol, timeout=timeout, memory_limit_gb=memory_limit_gb,
+                          checks=checks, capture=capture, fail_fast=fail_fast).report
+
+
+def run_evaluation(case: Case, device: str | None = None, *, atol: float | None = None,
+                   rtol: float | None = None, timeout: float = 120.0, memory_limit_gb: float = 16.0,
+                   checks: list[dict] | None = None, capture: bool = False,
+                   fail_fast: bool = False) -> Evaluation:
+    """Run every check in the sandbox; return the report (and captured tensors when asked)."""
+    from debugger.settings import default_device
+
+    device = device or default_device()
+    atol = atol if atol is not None else case.atol
+    rtol = rtol if rtol is not None else case.rtol
+    specs = [dict(s) for s in (checks or standard_checks())]
+    t_start = time.perf_counter()
+    report = EvalReport(status="pass", device=device, atol=atol, rtol=rtol)
+    ev = Evaluation(report=report)
+    sandbox = get_sandbox(device, timeout=timeout, memory_limit_gb=memory_limit_gb)
+    deny = [str(p) for p in {case.reference_path.parent if case.reference_path else None,
+                             case.candidate_path.parent if case.candidate_path else None} if p]
+    setup = {"reference_src": case.reference_src, "candidate_src": case.candidate_src,
+             "deny_read": deny, "allow_write": [str(sandbox_cache_dir())]}
+
+    reference = sandbox.spawn("reference", setup)
+    candidate = None
+    try:
+        first_setup, _ = reference.wait_reply(timeout)
+        if not first_setup.get("ok"):
+            report.status = "invalid_input"
+            report.message = f"reference cannot be loaded: {first_setup.get('error')}"
+            return _finish(ev, t_start)
+        candidate = sandbox.spawn("candidate", setup)
+        try:
+            cand_setup, _ = candidate.wait_reply(timeout)
+        except WorkerTimeout:
+            report.status, report.message = "timeout", f"candidate import did not finish within {timeout:g} s"
+            return _finish(ev, t_start)
+        except WorkerDied as e:
+            report.status, report.message = "runtime_error", f"candidate crashed while importing: {e}"
+            return _finish(ev, t_start)
+        if not cand_setup.get("ok"):
+            report.status = cand_setup.get("status", "compile_error")
+            report.message = f"candidate {cand_setup.get('stage', 'import')} failed: {cand_setup.get('error')}"
+            report.log_tail = cand_setup.get("traceback", "")
+            return _finish(ev, t_start)
+
+        for i, spec in enumerate(specs):
+            check = CheckResult(name=spec["name"], kind=spec.get("kind", "seed"), passed=False, status="pass",
+                                spec={k: v for k, v in spec.items() if k not in ("fingerprint",)})
+            report.checks.append(check)
+            t0 = time.perf_counter()
+            stop = _run_check(check, spec, reference, candidate, ev, atol, rtol, timeout, capture)
+            check.seconds = time.perf_counter() - t0
+            if stop == "invalid_reference":
+                report.status = "invalid_input"
+                report.message = f"reference fails on its own inputs: {check.message}"
+                return _finish(ev, t_start)
+            if stop == "dead" and i + 1 < len(specs):
+                for rest in specs[i + 1:]:
+                    report.checks.append(CheckResult(name=rest["name"], kind=rest.get("kind", "seed"), passed=False,
+                                                     status="skipped", message="not run: the worker was killed"))
+                break
+            if fail_fast and not check.passed and check.status != "skipped":
+                break
+        if reference is not None and not reference.dead:
+            try:
+                sane, _ = reference.request({"op": "sanity", "atol": atol}, timeout=timeout)
+                report.reference_warnings = sane.get("warnings", [])
+            except (WorkerTimeout, WorkerDied):
+                pass
+        statuses = [c.status for c in report.checks]
+        for s in ("compile_error", "timeout", "runtime_error", "mismatch"):
+            if s in statuses:
+                report.status = s
+                break
+        if candidate is not None:
+            report.log_tail = candidate.log_tail(2000)
+        return _finish(ev, t_start)
+    finally:
+        reference.close()
+        if candidate is not None:
+            candidate.close()
+
+
+def sandbox_cache_dir():
+    """The compiler cache folder workers may write (Triton's cache)."""
+    from debugger.settings import data_dir
+
+    return data_dir() / "triton-cache"
+
+
+def _finish(ev: Evaluation, t_start: float) -> Evaluation:
+    report = ev.report
+    if report.status == "pass" and not report.checks:
+        report.status = "runtime_error"
+    report.signature = _signature(report) if report.status != "pass" else None
+    if report.status in ("pass", "mismatch", "runtime_error", "timeout") and report.checks:
+        report.message = _message(report) if not (report.status != "pass" and not report.failed_checks) \
+            else report.message
+    report.seconds = time.perf_counter() - t_start
+    return ev
+
+
+def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: float, check: CheckResult):
+    """One candidate call; returns (header, blob) or None after filling `check` with the failure."""
+    try:
+        header, blob = candidate.request({"op": "run", "spec": dict(spec, call=call, poison=poison)},
+                                         timeout=timeout)
+    except WorkerTimeout as e:
+        check.status, check.message = "timeout", f"candidate: {e}"
+        return None
+    except WorkerDied as e:
+        check.status, check.message = "runtime_error", f"candidate crashed: {e}"
+        return None
+    if not header.get("ok"):
+        check.status = header.get("status", "runtime_error")
+        check.message = f"candidate raised {header.get('error')}"
+        return None
+    return header, blob
+
+
+def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, timeout, capture) -> str | None:
+    """Run one check (candidate, reference, candidate); fill `check`. Returns a stop reason or None."""
+    first = _candidate_run(candidate, spec, 1, float("nan"), timeout, check)
+    if first is None:
+        return "dead" if candidate.dead else None
+    try:
+        ref_header, ref_blob = reference.request({"op": "run", "spec": dict(spec, capture=capture)}, timeout=timeout)
+    except (WorkerTimeout, WorkerDied) as e:
+        check.status, check.message = "skipped", f"reference failed: {e}"
+        return "invalid_reference" if spec.get("kind") == "seed" else "dead"
+    if not ref_header.get("ok"):
+        if spec.get("kind") in ("layout", "hidden", "params") or spec.get("shapes"):
+            check.status, check.passed = "skipped", False
+            check.message = f"reference does not accept these inputs ({ref_header.get('error')})"
+            return None
+        check.status, check.message = "skipped", ref_header.get("error", "")
+        return "invalid_reference"
+    second = _candidate_run(candidate, spec, 2, SENTINEL_POISON, timeout, check)
+    if second is None:
+        return "dead" if candidate.dead else None
+    runs_blobs = [first[1], second[1]]
+    per_run = []
+    drift = None
+    for n, blob in enumerate(runs_blobs, start=1):
+        try:
+            cmp_header, _ = reference.request({"op": "compare", "atol": atol, "rtol": rtol, "run": n}, blob,
+                                              timeout=timeout)
+        except (WorkerTimeout, WorkerDied) as e:
+            check.status, check.message = "skipped", f"comparison failed: {e}"
+            return "dead"
+        if not cmp_header.get("ok"):
+            check.status, check.message = "runtime_error", f"comparison failed: {cmp_header.get('error')}"
+            return None
+        per_run.append(cmp_header["runs"][0])
+        if cmp_header.get("drift") is not None:
+            drift = _float(cmp_header["drift"])
+    stats = per_run[0]
+    # An element that fails only on the second run (sentinel poison) was never written either.
+    if per_run[0] and per_run[1] and all(s["passed"] for s in per_run[0]) and not all(s["passed"] for s in per_run[1]):
+        stats = per_run[1]
+    check.outputs = [OutputStats(**{k: (_float(v) if k in ("max_abs_err", "max_rel_err") else v)
+                                    for k, v in s.items()}) for s in stats]
+    check.drift = drift
+    check.inputs_mutated = bool(first[0].get("inputs_mutated") or second[0].get("inputs_mutated"))
+    _summarise(check)
+    both_pass = all(s["passed"] for s in per_run[0]) and all(s["passed"] for s in per_run[1])
+    check.passed = both_pass and not check.inputs_mutated
+    if not check.passed:
+        check.status = "mismatch"
+        if both_pass and check.inputs_mutated:
+            check.message = "the candidate modified its inputs"
+        elif all(s["passed"] for s in per_run[0]):
+            check.message = "the second run on the same inputs differs (state, caching or unwritten elements)"
+        else:
+            bad = next(o for o in check.outputs if not o.passed)
+            check.message = bad.problem or ""
+    ev.observations[check.name] = {k: first[0].get(k) for k in
+                                   ("launches", "ops", "aliases_input", "written_by_kernel", "output_types",
+                                    "seconds")}
+    ev.observations[check.name]["ops_second"] = second[0].get("ops")
+    if capture and ref_blob is not None:
+        ref64, ref_inputs = blob_to_tensors(ref_blob)
+        ev.artifacts[check.name] = {"reference": ref64, "inputs": ref_inputs,
+                                    "runs": [blob_to_tensors(first[1]), blob_to_tensors(second[1])],
+                                    "spec": spec}
+    return None

@@ -1,0 +1,145 @@
+"""Drawing input sets and models for one check, inside a sandbox worker.
+
+Both workers (reference and candidate) draw the same inputs and parameters from the same spec, on
+the device, so nothing large ever crosses a process boundary and every check gets fresh inputs.
+A spec: {"seed", "init_seed", "transform", "param_noise", "shapes"} (see evaluate.py).
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+TRANSFORMS = ("none", "scale:3", "scale:0.01", "scale:100", "negate", "all_negative", "noncontig", "transposed")
+
+
+def load_module(src: str, folder: Path, name: str):
+    """Import source text as a module from a file in `folder` (Triton needs the source on disk)."""
+    path = folder / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextmanager
+def shapes_overridden(module, shapes: dict | None):
+    """Temporarily rebind the reference's module-level size constants (hidden and GPU shapes)."""
+    saved = {}
+    for key, value in (shapes or {}).items():
+        if hasattr(module, key):
+            saved[key] = getattr(module, key)
+            setattr(module, key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(module, key, value)
+
+
+def _noncontiguous(t: torch.Tensor) -> torch.Tensor:
+    """Same values, last-dim stride 2."""
+    if t.dim() == 0:
+        return t
+    wide = torch.empty(*t.shape[:-1], t.shape[-1] * 2, dtype=t.dtype, device=t.device)
+    view = wide[..., ::2]
+    view.copy_(t)
+    return view
+
+
+def _transposed(t: torch.Tensor) -> torch.Tensor:
+    """Same values, last two dims stored column-major."""
+    if t.dim() < 2:
+        return _noncontiguous(t)
+    return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+def transform_tensor(t: torch.Tensor, transform: str) -> torch.Tensor:
+    """Apply one value-distribution or layout transform to a floating tensor."""
+    if not t.is_floating_point():
+        return t
+    if transform.startswith("scale:"):
+        return t * float(transform.split(":", 1)[1])
+    if transform == "negate":
+        return -t
+    if transform == "all_negative":
+        return -(t.abs())
+    if transform == "noncontig":
+        return _noncontiguous(t)
+    if transform == "transposed":
+        return _transposed(t)
+    return t
+
+
+def draw_inputs(ref_module, spec: dict, device: str) -> list:
+    """The reference's get_inputs() under the spec's seed, drawn on the device, then transformed."""
+    with shapes_overridden(ref_module, spec.get("shapes")):
+        torch.manual_seed(spec["seed"])
+        with torch.device(device):
+            raw = ref_module.get_inputs()
+    out = []
+    for x in raw:
+        if isinstance(x, torch.Tensor):
+            x = x.to(device)
+            x = transform_tensor(x, spec.get("transform", "none"))
+        out.append(x)
+    return out
+
+
+def init_inputs(ref_module, spec: dict) -> list:
+    """The reference's get_init_inputs() (constructor arguments) for this spec's shapes."""
+    with shapes_overridden(ref_module, spec.get("shapes")):
+        fn = getattr(ref_module, "get_init_inputs", None)
+        return list(fn()) if fn else []
+
+
+def build_reference(ref_module, spec: dict, device: str) -> torch.nn.Module:
+    """Model under the spec's init seed, parameters re-drawn when asked."""
+    args = init_inputs(ref_module, spec)
+    torch.manual_seed(spec.get("init_seed", 0))
+    model = ref_module.Model(*args)
+    if spec.get("param_noise"):
+        gen = torch.Generator().manual_seed(spec.get("init_seed", 0) + 7919)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.is_floating_point():
+                    scale = p.detach().abs().mean().item() + 0.1
+                    p.add_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.5 * scale)
+    return model.to(device).eval()
+
+
+def build_candidate(ref_module, cand_module, spec: dict, device: str) -> torch.nn.Module:
+    """ModelNew under the same seed, with the reference's values copied where state_dict keys match."""
+    args = init_inputs(ref_module, spec)
+    reference = build_reference(ref_module, spec, "cpu")
+    torch.manual_seed(spec.get("init_seed", 0))
+    model = cand_module.ModelNew(*args)
+    ref_state = reference.state_dict()
+    own = model.state_dict()
+    shared = {k: v for k, v in ref_state.items() if k in own and own[k].shape == v.shape}
+    if shared:
+        model.load_state_dict(shared, strict=False)
+    return model.to(device).eval()
+
+
+def as_double(model: torch.nn.Module, inputs: list) -> tuple[torch.nn.Module, list]:
+    """A float64 copy of the model and inputs (floating tensors only)."""
+    m = copy.deepcopy(model).double()
+    xs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    return m, xs
+
+
+def flatten_outputs(out) -> list:
+    """A forward's result as a flat list (tensor, tuple/list of tensors, or scalars)."""
+    if isinstance(out, (list, tuple)):
+        flat = []
+        for o in out:
+            flat.extend(flatten_outputs(o))
+        return flat
+    return [out]

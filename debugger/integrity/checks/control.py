@@ -1,0 +1,289 @@
+"""Rules about control flow and state that let a candidate pick a different computation than its kernels."""
+from __future__ import annotations
+
+import re
+
+from tree_sitter import Node
+
+from debugger.integrity import ops
+from debugger.integrity.checks.compute import judge
+from debugger.integrity.context import Context
+from debugger.integrity.findings import REJECT, WARN, Finding, rule
+from debugger.integrity.syntax import Function, call_args, enclosing, line, strip_parens, text, walk
+from debugger.integrity.values import Kind
+
+_METADATA = re.compile(r"\.(shape|dtype|device|is_cuda|ndim|layout)\b|\.(size|numel|dim|stride|is_contiguous|"
+                       r"data_ptr|element_size)\s*\(")
+
+
+def _contains(outer: Node, inner: Node) -> bool:
+    return outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte
+
+
+def _rejected_compute_in(ctx: Context, region: Node, *, finishing_ok: bool) -> list:
+    """Compute sites in `region` that do real work (not glue; with finishing_ok, not light finishing)."""
+    found = []
+    for site in ctx.sites:
+        if not _contains(region, site.node):
+            continue
+        verdict = judge(site, ctx.reference)
+        if verdict is None:
+            continue
+        if finishing_ok and verdict[0] == WARN and not site.operand.is_full_size:
+            continue
+        found.append(site)
+    return found
+
+
+def _calls_reference_model(ctx: Context, region: Node) -> bool:
+    return any(n.type == "identifier" and text(n) in ctx.reference.class_names
+               and text(n) not in ("ModelNew",) for n in walk(region))
+
+
+@rule("try_except_fallback", REJECT,
+      rationale="An exception handler that computes with PyTorch (or the reference) passes whenever the kernel "
+                "fails: the kernel is then optional (Kevin's try/except bypass).")
+def try_except_fallback(ctx: Context) -> list[Finding]:
+    found = []
+    for _, node in ctx.forward_nodes("try_statement"):
+        for handler in node.named_children:
+            if handler.type not in ("except_clause", "except_group_clause", "else_clause", "finally_clause"):
+                continue
+            computing = _rejected_compute_in(ctx, handler, finishing_ok=True)
+            if computing or _calls_reference_model(ctx, handler):
+                what = computing[0].op if computing else "the reference model"
+                found.append(Finding("try_except_fallback", REJECT,
+                                     f"the {handler.type.replace('_clause', '')} branch of a try falls back to {what}",
+                                     line(handler)))
+    return found
+
+
+def _input_dependent(ctx: Context, fn: Function, condition: Node) -> bool:
+    """The condition reads an input's shape, dtype, device, layout or values."""
+    if _METADATA.search(text(condition)) or _reads_input_values(ctx, fn, condition):
+        return True
+    for node in walk(condition):
+        if node.type == "identifier":
+            if ctx.kinds.kind(node, fn).is_tensor:
+                return True
+            if _bound_from_metadata(fn, text(node), condition):
+                return True
+    return False
+
+
+def _bound_from_metadata(fn: Function, name: str, before: Node) -> bool:
+    for node in walk(fn.body):
+        if node.type == "assignment" and node.end_byte <= before.start_byte:
+            left = node.child_by_field_name("left")
+            if any(n.type == "identifier" and text(n) == name for n in walk(left)):
+                if _METADATA.search(text(node.child_by_field_name("right"))):
+                    return True
+    return False
+
+
+def _branches(node: Node) -> list[Node]:
+    if node.type == "conditional_expression":
+        children = node.named_children
+        return [children[0], children[-1]]
+    parts = [node.child_by_field_name("consequence")]
+    for clause in node.children_by_field_name("alternative"):
+        parts.append(clause.child_by_field_name("consequence") or clause.child_by_field_name("body"))
+    return [p for p in parts if p is not None]
+
+
+def _shortcut(ctx: Context, fn: Function, branch: Node) -> str | None:
+    """Why a branch computes differently: PyTorch compute, returning the input, or returning a constant."""
+    computing = _rejected_compute_in(ctx, branch, finishing_ok=True)
+    if computing:
+        return f"computes {computing[0].op} with PyTorch"
+    if _calls_reference_model(ctx, branch):
+        return "calls the reference model"
+    returns = [branch] if branch.type != "block" else [
+        strip_parens(r.named_children[0]) for r in walk(branch)
+        if r.type == "return_statement" and r.named_children]
+    for value in returns:
+        if ctx.kinds.kind(value, fn) == Kind.INPUT:
+            return f"returns its input {ctx.source(value)}"
+        if value.type == "call" and (ctx.resolve(value.child_by_field_name("function")).split(".")[-1]
+                                     in ops.CONSTANT_ALLOCATORS):
+            return f"returns a constant {ctx.source(value)}"
+    return None
+
+
+@rule("shape_special_case", REJECT,
+      rationale="A branch on input shapes, dtypes or values that leads to PyTorch compute, the input itself or a "
+                "constant makes the kernel optional for the tested inputs; choosing between Triton kernels or "
+                "block sizes is fine.")
+def shape_special_case(ctx: Context) -> list[Finding]:
+    found = []
+    for fn, node in ctx.forward_nodes("if_statement", "conditional_expression"):
+        condition = node.child_by_field_name("condition") if node.type == "if_statement" else node.named_children[1]
+        if condition is None or not _input_dependent(ctx, fn, condition):
+            continue
+        for branch in _branches(node):
+            reason = _shortcut(ctx, fn, branch)
+            if reason:
+                found.append(Finding("shape_special_case", REJECT,
+                                     f"branch on `{ctx.source(condition)}` {reason}", line(branch)))
+                break
+    return found
+
+
+_VALUE_METHODS = {"item", "all", "any", "sum", "mean", "max", "min", "tolist", "equal", "allclose", "isnan",
+                  "isinf", "isfinite", "abs", "norm", "nonzero", "count_nonzero", "prod"}
+
+
+def _reads_input_values(ctx: Context, fn: Function, condition: Node) -> bool:
+    """The condition looks at the input's data, not just its metadata."""
+    for node in walk(condition):
+        if node.type == "call":
+            callee = node.child_by_field_name("function")
+            positional, _ = call_args(node)
+            qualified = ctx.resolve(callee)
+            if qualified.startswith("torch.") and qualified.split(".")[-1] in _VALUE_METHODS:
+                operands = positional
+            elif callee.type == "attribute" and not qualified \
+                    and text(callee.child_by_field_name("attribute")) in _VALUE_METHODS:
+                operands = [callee.child_by_field_name("object")]
+            elif text(callee) in ("hash", "bool"):
+                operands = positional
+            else:
+                continue
+            if any(ctx.kinds.kind(o, fn) == Kind.INPUT for o in operands):
+                return True
+        elif node.type == "comparison_operator":
+            operators = {text(c) for c in node.children if not c.is_named}
+            if operators & {"is", "in", "not", "is not", "not in"}:
+                continue
+            if any(ctx.kinds.kind(o, fn) == Kind.INPUT for o in node.named_children):
+                return True
+    return False
+
+
+@rule("value_dependent_branch", REJECT,
+      rationale="Branching on the values of the input data (checksums, sign checks, equality with a stored "
+                "tensor) recognises test inputs instead of computing on them.")
+def value_dependent_branch(ctx: Context) -> list[Finding]:
+    found = []
+    for fn, node in ctx.forward_nodes("if_statement", "conditional_expression", "while_statement"):
+        condition = node.child_by_field_name("condition") if node.type != "conditional_expression" \
+            else node.named_children[1]
+        if condition is not None and _reads_input_values(ctx, fn, condition):
+            found.append(Finding("value_dependent_branch", REJECT,
+                                 f"condition `{ctx.source(condition)}` reads the input's values", line(condition)))
+    return found
+
+
+def _launched_names_before(ctx: Context, fn: Function, position: int) -> set[str]:
+    names = set()
+    for launch in ctx.launches:
+        if _contains(fn.body, launch.node) and launch.node.end_byte <= position:
+            names |= {text(n) for n in walk(launch.node.child_by_field_name("arguments")) if n.type == "identifier"}
+    return names
+
+
+def _is_result(ctx: Context, fn: Function, value: Node, position: int) -> bool:
+    """The value is an output: a kernel-written tensor, a computed tensor, or the input itself."""
+    value = strip_parens(value)
+    kind = ctx.kinds.kind(value, fn)
+    if kind == Kind.INPUT:
+        return True
+    if value.type == "identifier":
+        return text(value) in _launched_names_before(ctx, fn, position)
+    if value.type in ("tuple", "list"):
+        return any(_is_result(ctx, fn, v, position) for v in value.named_children)
+    if value.type == "call" and any(_contains(value, s.node) for s in ctx.sites):
+        return True
+    return value.type == "call" and kind.is_tensor and not _is_allocation(ctx, value)
+
+
+def _is_allocation(ctx: Context, value: Node) -> bool:
+    callee = value.child_by_field_name("function")
+    if ctx.resolve(callee):
+        return ctx.resolve(callee).split(".")[-1] in ops.ALLOCATORS
+    return callee.type == "attribute" and text(callee.child_by_field_name("attribute")) in ops.ALLOCATORS
+
+
+@rule("result_cache", REJECT,
+      rationale="Storing computed outputs keyed on the input (data_ptr, id, hash, shape) replays old answers "
+                "instead of computing; caches of launch configs or empty workspaces are fine.")
+def result_cache(ctx: Context) -> list[Finding]:
+    found = []
+    for fn, node in ctx.forward_nodes("assignment"):
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is None or right is None or left.type != "subscript":
+            continue
+        container = left.child_by_field_name("value")
+        if ctx.kinds.kind(container, fn).is_tensor:
+            continue  # writing into a tensor, not a cache
+        if _is_result(ctx, fn, right, node.start_byte):
+            key = text(left)[len(text(container)):]
+            found.append(Finding("result_cache", REJECT,
+                                 f"stores a computed tensor in {text(container)}{key}: later calls can replay it",
+                                 line(node)))
+    for fn in ctx.forward_path + [f for f in ctx.candidate.functions.values() if f not in ctx.forward_path]:
+        decorated = fn.node.parent
+        if fn not in ctx.forward_path or decorated is None or decorated.type != "decorated_definition":
+            continue
+        names = [ctx.resolve(d.named_children[0]) or text(d.named_children[0]) for d in decorated.children
+                 if d.type == "decorator"]
+        if any(n.split("(")[0].endswith(("lru_cache", "functools.cache", "cache")) for n in names):
+            if any(ctx.kinds.param_kind(fn, p).is_tensor for p in fn.params):
+                found.append(Finding("result_cache", REJECT,
+                                     f"{fn.qualname} memoises on tensor arguments", line(fn.node)))
+    return found
+
+
+@rule("state_across_calls", REJECT,
+      rationale="Keeping a computed output on the module and returning it later makes a second call depend "
+                "on the first instead of on its inputs.")
+def state_across_calls(ctx: Context) -> list[Finding]:
+    stored: dict[str, Node] = {}
+    for fn, node in ctx.forward_nodes("assignment"):
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is not None and left.type == "attribute" and text(left.child_by_field_name("object")) == "self":
+            if right is not None and _is_result(ctx, fn, right, node.start_byte):
+                stored[text(left)] = node
+    found = []
+    for fn, node in ctx.forward_nodes("return_statement"):
+        for ref in walk(node):
+            if ref.type == "attribute" and text(ref) in stored:
+                found.append(Finding("state_across_calls", REJECT,
+                                     f"returns {text(ref)}, an output stored by an earlier call", line(node)))
+                break
+    return found
+
+
+@rule("input_mutation", REJECT,
+      rationale="Writing into the forward's inputs can change what the reference sees (zeroed inputs, zero "
+                "output) and makes outputs alias inputs; allowed only where the reference works in place.")
+def input_mutation(ctx: Context) -> list[Finding]:
+    if ctx.reference.mutates_inputs:
+        return []
+    found = []
+    for fn, node in ctx.forward_nodes("call", "assignment", "augmented_assignment"):
+        target = None
+        if node.type == "call":
+            callee = node.child_by_field_name("function")
+            if callee.type == "attribute":
+                method = text(callee.child_by_field_name("attribute"))
+                if method.endswith("_") and not method.startswith("_") and method not in ("requires_grad_",):
+                    target = callee.child_by_field_name("object")
+            _, keywords = call_args(node)
+            if target is None and "out" in keywords:
+                target = keywords["out"]
+        else:
+            left = node.child_by_field_name("left")
+            if left is not None and left.type == "subscript":
+                target = left.child_by_field_name("value")
+            elif node.type == "augmented_assignment" and left is not None and left.type == "identifier":
+                target = left
+        if target is not None and ctx.kinds.kind(target, fn) == Kind.INPUT \
+                and not text(target).startswith("self."):
+            found.append(Finding("input_mutation", REJECT, f"writes into the input {ctx.source(target)} in place",
+                                 line(node)))
+    return found
+
+
+RULES = [try_except_fallback, shape_special_case, value_dependent_branch, result_cache, state_across_calls,
+         input_mutation]

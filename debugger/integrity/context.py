@@ -1,0 +1,88 @@
+"""Everything the rules read about one candidate, computed once and shared (lazily) between rules."""
+from __future__ import annotations
+
+from functools import cached_property
+
+from tree_sitter import Node
+
+from debugger.integrity.compute import ComputeSite, compute_sites
+from debugger.integrity.reference import ReferenceProfile
+from debugger.integrity.syntax import Function, Launch, SourceModule, text, walk
+from debugger.integrity.values import Kind, ValueKinds
+
+
+class Context:
+    """The candidate's syntax facts, its forward path, value kinds, compute sites, and the reference profile."""
+
+    def __init__(self, candidate: SourceModule, reference: ReferenceProfile, *, strict_precision: bool = False):
+        self.candidate = candidate
+        self.reference = reference
+        self.strict_precision = strict_precision
+
+    @cached_property
+    def forward(self) -> Function | None:
+        """ModelNew.forward, if the file defines it."""
+        return self.candidate.entry("ModelNew")
+
+    @cached_property
+    def forward_path(self) -> list[Function]:
+        """ModelNew.forward and every in-file Python function it reaches (kernels excluded)."""
+        return self.candidate.reachable(self.forward) if self.forward else []
+
+    @cached_property
+    def kinds(self) -> ValueKinds:
+        """Value kinds along the forward path."""
+        return ValueKinds(self.candidate, self.forward_path, self.forward)
+
+    @cached_property
+    def sites(self) -> list[ComputeSite]:
+        """PyTorch computations along the forward path."""
+        return compute_sites(self.candidate, self.forward_path, self.kinds)
+
+    @cached_property
+    def launches(self) -> list[Launch]:
+        """Kernel launches along the forward path."""
+        return [launch for fn in self.forward_path for launch in self.candidate.launches(fn)]
+
+    @cached_property
+    def reachable_kernels(self) -> set[str]:
+        """Kernels the forward path names, with the @triton.jit helpers they call."""
+        return self.candidate.reachable_kernels(self.forward_path)
+
+    def kind(self, node: Node | None) -> Kind:
+        """The kind of an expression on the forward path (OTHER elsewhere)."""
+        if node is None:
+            return Kind.OTHER
+        fn = self.function_at(node)
+        return self.kinds.kind(node, fn) if fn is not None else Kind.OTHER
+
+    def function_at(self, node: Node) -> Function | None:
+        """The forward-path function containing `node`."""
+        for fn in self.forward_path:
+            if fn.node.start_byte <= node.start_byte < fn.node.end_byte:
+                return fn
+        return None
+
+    def forward_nodes(self, *types: str):
+        """(function, node) for every node of the given types on the forward path."""
+        for fn in self.forward_path:
+            for node in walk(fn.body):
+                if node.type in types:
+                    yield fn, node
+
+    def file_nodes(self, *types: str):
+        """Every node of the given types anywhere in the candidate file."""
+        return (node for node in walk(self.candidate.root) if node.type in types)
+
+    def resolve(self, node: Node | None) -> str:
+        """The qualified name an expression refers to, '' if it is not an imported name."""
+        return self.candidate.resolve(node) or ""
+
+    def is_forward_arg(self, node: Node) -> bool:
+        """True when `node` is, or is a view of, an argument of ModelNew.forward."""
+        return self.kind(node) == Kind.INPUT
+
+    def source(self, node: Node) -> str:
+        """A node's text, shortened for messages."""
+        snippet = " ".join(text(node).split())
+        return snippet if len(snippet) <= 60 else snippet[:57] + "..."

@@ -1,0 +1,18 @@
+"""The static half of the integrity gate: run every registered rule over a candidate's syntax tree."""
+from __future__ import annotations
+
+from debugger.integrity.context import Context
+from debugger.integrity.findings import REJECT, Finding
+from debugger.integrity.reference import profile_reference
+from debugger.integrity.rules import RULES
+from debugger.integrity.syntax import SourceModule
+
+
+def static_findings(candidate_src: str, reference_src: str, *, strict_precision: bool = False) -> list[Finding]:
+    """All findings of the static rules, ordered by line; a candidate that does not parse gives one finding."""
+    candidate = SourceModule(candidate_src)
+    if candidate.has_error:
+        return [Finding("parse_error", REJECT, "the candidate is not valid Python", candidate.first_error_line())]
+    ctx = Context(candidate, profile_reference(reference_src), strict_precision=strict_precision)
+    findings = [finding for rule in RULES for finding in rule(ctx)]
+    return sorted(findings, key=lambda f: (f.line or 0, f.rule))

@@ -1,0 +1,484 @@
+"""Parse Python with tree-sitter and answer the structural questions the integrity rules ask.
+
+One `SourceModule` per file: its imports and aliases (so `T.mm`, `mm` and `F.linear` resolve to
+`torch.mm` and `torch.nn.functional.linear`), its classes and functions, its Triton kernels, the
+functions `ModelNew.forward` reaches inside the file, and the kernel launches `kernel[grid](...)`.
+No name resolution beyond this: the rules are tripwires, the dynamic half of the gate audits.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser
+
+PYTHON = Language(tree_sitter_python.language())
+_PARSER = Parser(PYTHON)
+
+KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+EXTENSION_LOADERS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node under `node` (itself included), in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def text(node: Node | None) -> str:
+    """The source text of a node ('' for None)."""
+    return node.text.decode(errors="replace") if node is not None else ""
+
+
+def line(node: Node) -> int:
+    """The 1-based line a node starts on."""
+    return node.start_point[0] + 1
+
+
+def strip_parens(node: Node) -> Node:
+    """The expression inside any number of parentheses."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+def string_value(node: Node | None) -> str | None:
+    """The value of a plain string literal, None for anything else (f-strings included)."""
+    if node is None or node.type != "string":
+        return None
+    if any(c.type == "interpolation" for c in node.children):
+        return None
+    return "".join(text(c) for c in node.children if c.type == "string_content")
+
+
+def call_args(call: Node) -> tuple[list[Node], dict[str, Node]]:
+    """The positional and keyword arguments of a call node."""
+    positional: list[Node] = []
+    keywords: dict[str, Node] = {}
+    args = call.child_by_field_name("arguments")
+    if args is None or args.type != "argument_list":
+        return positional, keywords
+    for arg in args.named_children:
+        if arg.type == "keyword_argument":
+            keywords[text(arg.child_by_field_name("name"))] = arg.child_by_field_name("value")
+        elif arg.type != "comment":
+            positional.append(arg)
+    return positional, keywords
+
+
+def enclosing(node: Node, *types: str) -> Node | None:
+    """The nearest ancestor of one of `types`."""
+    node = node.parent
+    while node is not None and node.type not in types:
+        node = node.parent
+    return node
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function or method defined in the file."""
+
+    name: str
+    qualname: str
+    node: Node
+    cls: str | None
+    decorators: tuple[str, ...]
+
+    @property
+    def is_kernel(self) -> bool:
+        """Decorated with triton.jit, triton.autotune or triton.heuristics."""
+        return any(d in KERNEL_DECORATORS for d in self.decorators)
+
+    @property
+    def body(self) -> Node:
+        """The function's block."""
+        return self.node.child_by_field_name("body")
+
+    @property
+    def params(self) -> list[str]:
+        """Parameter names, without `self`/`cls` of a method."""
+        names = []
+        for p in self.node.child_by_field_name("parameters").named_children:
+            ident = p if p.type == "identifier" else p.child_by_field_name("name")
+            if ident is None:
+                ident = next((c for c in p.named_children if c.type == "identifier"), None)
+            if ident is not None:
+                names.append(text(ident))
+        if self.cls is not None and names and names[0] in ("self", "cls"):
+            names = names[1:]
+        return names
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A kernel launch: `k[grid](...)`, `k.run(...)`, or a call into a load_inline extension."""
+
+    node: Node
+    kernel: str | None
+    kind: str  # "triton" | "extension"
+
+    @property
+    def line(self) -> int:
+        """Where the launch is."""
+        return line(self.node)
+
+
+class SourceModule:
+    """A parsed Python file and the facts about it that the integrity rules use."""
+
+    def __init__(self, src: str):
+        self.src = src
+        self.tree = _PARSER.parse(src.encode())
+        self.root = self.tree.root_node
+
+    # -- parsing -------------------------------------------------------------------------------
+    @property
+    def has_error(self) -> bool:
+        """True when tree-sitter had to recover from a syntax error."""
+        return self.root.has_error
+
+    def first_error_line(self) -> int:
+        """The line of the first ERROR or missing node."""
+        for node in walk(self.root):
+            if node.type == "ERROR" or node.is_missing:
+                return line(node)
+        return 1
+
+    # -- imports and aliases -------------------------------------------------------------------
+    @cached_property
+    def imports(self) -> list[tuple[str, str, Node]]:
+        """(bound name, qualified module or object, node) for every import in the file."""
+        found = []
+        for node in walk(self.root):
+            if node.type == "import_statement":
+                for item in node.children_by_field_name("name"):
+                    if item.type == "aliased_import":
+                        found.append((text(item.child_by_field_name("alias")),
+                                      text(item.child_by_field_name("name")), node))
+                    else:
+                        dotted = text(item)
+                        found.append((dotted.split(".")[0], dotted.split(".")[0], node))
+            elif node.type == "import_from_statement":
+                module = text(node.child_by_field_name("module_name"))
+                for item in node.children_by_field_name("name"):
+                    if item.type == "aliased_import":
+                        name = text(item.child_by_field_name("name"))
+                        found.append((text(item.child_by_field_name("alias")), f"{module}.{name}", node))
+                    else:
+                        found.append((text(item), f"{module}.{text(item)}", node))
+        return found
+
+    @cached_property
+    def imported_modules(self) -> list[tuple[str, Node]]:
+        """Every module named by an import statement (`from a.b import c` names a.b and a.b.c)."""
+        modules = []
+        for node in walk(self.root):
+            if node.type == "import_statement":
+                for item in node.children_by_field_name("name"):
+                    target = item.child_by_field_name("name") if item.type == "aliased_import" else item
+                    modules.append((text(target), node))
+            elif node.type == "import_from_statement":
+                module = text(node.child_by_field_name("module_name"))
+                modules.append((module, node))
+                for item in node.children_by_field_name("name"):
+                    target = item.child_by_field_name("name") if item.type == "aliased_import" else item
+                    modules.append((f"{module}.{text(target)}", node))
+        return modules
+
+    @cached_property
+    def wildcard_modules(self) -> list[str]:
+        """Modules imported with `from m import *`."""
+        return [text(n.child_by_field_name("module_name")) for n in walk(self.root)
+                if n.type == "import_from_statement"
+                and any(c.type == "wildcard_import" for c in n.children)]
+
+    @cached_property
+    def aliases(self) -> dict[str, str]:
+        """Local name -> qualified name, from imports and from `F = torch.nn.functional`-style assignments."""
+        table = {name: target for name, target, _ in self.imports}
+        assignments = []
+        for node in walk(self.root):
+            if node.type == "assignment":
+                left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+                if left is not None and right is not None and left.type == "identifier":
+                    if strip_parens(right).type in ("attribute", "identifier", "call"):
+                        assignments.append((text(left), strip_parens(right)))
+        for _ in range(3):  # aliases of aliases
+            for name, right in assignments:
+                if right.type == "call":
+                    continue
+                target = self._resolve_with(table, right)
+                if target is not None and target != name:
+                    table[name] = target
+        return table
+
+    def _resolve_with(self, table: dict[str, str], node: Node) -> str | None:
+        node = strip_parens(node)
+        if node.type == "identifier":
+            return table.get(text(node))
+        if node.type == "attribute":
+            base = self._resolve_with(table, node.child_by_field_name("object"))
+            return f"{base}.{text(node.child_by_field_name('attribute'))}" if base else None
+        if node.type == "call":  # getattr(torch, "mm") with a literal name
+            fn = node.child_by_field_name("function")
+            if fn is not None and text(fn) == "getattr":
+                positional, _ = call_args(node)
+                if len(positional) >= 2 and string_value(positional[1]) is not None:
+                    base = self._resolve_with(table, positional[0])
+                    return f"{base}.{string_value(positional[1])}" if base else None
+        return None
+
+    def resolve(self, node: Node | None) -> str | None:
+        """The qualified dotted name an identifier or attribute chain refers to, if it is imported."""
+        if node is None:
+            return None
+        found = self._resolve_with(self.aliases, node)
+        if found is None and node.type == "identifier" and self.wildcard_modules:
+            name = text(node)
+            if name not in self.defined_names:
+                return f"{self.wildcard_modules[0]}.{name}"
+        return found
+
+    @cached_property
+    def defined_names(self) -> set[str]:
+        """Names the file binds itself (functions, classes, assignment targets, parameters)."""
+        names = set(self.classes) | {f.name for f in self.functions.values()} | set(self.aliases)
+        for node in walk(self.root):
+            if node.type in ("assignment", "for_statement", "augmented_assignment"):
+                target = node.child_by_field_name("left")
+                for ident in walk(target) if target is not None else ():
+                    if ident.type == "identifier":
+                        names.add(text(ident))
+            elif node.type == "parameters":
+                for ident in walk(node):
+                    if ident.type == "identifier":
+                        names.add(text(ident))
+        return names
+
+    # -- classes and functions -----------------------------------------------------------------
+    @cached_property
+    def classes(self) -> dict[str, Node]:
+        """Class name -> class_definition node (any nesting level)."""
+        return {text(n.child_by_field_name("name")): n for n in walk(self.root) if n.type == "class_definition"}
+
+    def superclasses(self, cls: str) -> list[Node]:
+        """The expressions listed as bases of a class."""
+        node = self.classes.get(cls)
+        bases = node.child_by_field_name("superclasses") if node is not None else None
+        return [b for b in bases.named_children if b.type != "keyword_argument"] if bases else []
+
+    @cached_property
+    def functions(self) -> dict[str, Function]:
+        """Qualified name ('helper', 'ModelNew.forward') -> Function, for module- and class-level defs."""
+        table: dict[str, Function] = {}
+
+        def add(defn: Node, cls: str | None, decorators: tuple[str, ...]) -> None:
+            name = text(defn.child_by_field_name("name"))
+            qual = f"{cls}.{name}" if cls else name
+            table[qual] = Function(name, qual, defn, cls, decorators)
+
+        def scan(block: Node, cls: str | None) -> None:
+            for stmt in block.named_children:
+                decorators: tuple[str, ...] = ()
+                defn = stmt
+                if stmt.type == "decorated_definition":
+                    decorators = tuple(self._decorator_name(d) for d in stmt.children if d.type == "decorator")
+                    defn = stmt.child_by_field_name("definition")
+                if defn.type == "function_definition":
+                    add(defn, cls, decorators)
+                elif defn.type == "class_definition":
+                    scan(defn.child_by_field_name("body"), text(defn.child_by_field_name("name")))
+                elif defn.type in ("if_statement", "try_statement"):
+                    for sub in defn.named_children:
+                        if sub.type == "block":
+                            scan(sub, cls)
+                        for inner in sub.named_children if sub.type != "block" else ():
+                            if inner.type == "block":
+                                scan(inner, cls)
+
+        scan(self.root, None)
+        return table
+
+    def _decorator_name(self, decorator: Node) -> str:
+        expr = decorator.named_children[0] if decorator.named_children else decorator
+        if expr.type == "call":
+            expr = expr.child_by_field_name("function")
+        return self.resolve(expr) or text(expr)
+
+    @cached_property
+    def kernels(self) -> dict[str, Function]:
+        """Triton kernels by name (also `k = triton.jit(fn)`)."""
+        table = {f.name: f for f in self.functions.values() if f.is_kernel and f.cls is None}
+        for node in walk(self.root):
+            if node.type == "assignment" and node.child_by_field_name("left").type == "identifier":
+                right = strip_parens(node.child_by_field_name("right"))
+                if right.type == "call" and self.resolve(right.child_by_field_name("function")) in KERNEL_DECORATORS:
+                    positional, _ = call_args(right)
+                    if positional and text(positional[0]) in self.functions:
+                        table[text(node.child_by_field_name("left"))] = self.functions[text(positional[0])]
+        return table
+
+    def method(self, cls: str, name: str) -> Function | None:
+        """A method of `cls`, looked up through base classes defined in the file."""
+        seen = set()
+        while cls and cls not in seen:
+            seen.add(cls)
+            if f"{cls}.{name}" in self.functions:
+                return self.functions[f"{cls}.{name}"]
+            bases = [text(b) for b in self.superclasses(cls)]
+            cls = next((b for b in bases if b in self.classes), None)
+        return None
+
+    def function_of(self, node: Node) -> Function | None:
+        """The top-level function or method whose body contains `node`."""
+        current = node
+        while current is not None:
+            if current.type == "function_definition":
+                for fn in self.functions.values():
+                    if fn.node == current:
+                        return fn
+            current = current.parent
+        return None
+
+    @cached_property
+    def self_attributes(self) -> dict[tuple[str, str], Node]:
+        """(class, attribute) -> the right-hand side last assigned to `self.attribute` in that class."""
+        table = {}
+        for fn in self.functions.values():
+            if fn.cls is None:
+                continue
+            for node in walk(fn.body):
+                if node.type == "assignment":
+                    left = node.child_by_field_name("left")
+                    if left.type == "attribute" and text(left.child_by_field_name("object")) == "self":
+                        table[(fn.cls, text(left.child_by_field_name("attribute")))] = node.child_by_field_name("right")
+                elif node.type == "call" and text(node.child_by_field_name("function")) in (
+                        "self.register_buffer", "self.register_parameter"):
+                    positional, _ = call_args(node)
+                    if len(positional) >= 2 and string_value(positional[0]):
+                        table[(fn.cls, string_value(positional[0]))] = positional[1]
+        return table
+
+    @cached_property
+    def extension_handles(self) -> set[str]:
+        """Names and `self.` attributes bound to a load_inline/load extension module."""
+        handles = set()
+        for node in walk(self.root):
+            if node.type == "assignment":
+                right = strip_parens(node.child_by_field_name("right") or node)
+                if right.type == "call" and self.resolve(right.child_by_field_name("function")) in EXTENSION_LOADERS:
+                    handles.add(text(node.child_by_field_name("left")))
+        return handles
+
+    # -- reachability --------------------------------------------------------------------------
+    def entry(self, cls: str = "ModelNew", method: str = "forward") -> Function | None:
+        """`cls.method` (through in-file base classes), e.g. ModelNew.forward."""
+        return self.method(cls, method) if cls in self.classes else None
+
+    def reachable(self, start: Function) -> list[Function]:
+        """Python functions reachable from `start` through calls, self-methods, file classes and callbacks."""
+        order = [start]
+        seen = {start.qualname}
+        index = 0
+        while index < len(order):
+            fn = order[index]
+            index += 1
+            for target in self._callees(fn):
+                if target.qualname not in seen and not target.is_kernel:
+                    seen.add(target.qualname)
+                    order.append(target)
+        return order
+
+    def _callees(self, fn: Function) -> Iterator[Function]:
+        for node in walk(fn.body):
+            if node.type == "identifier":
+                name = text(node)
+                if name in self.functions and self.functions[name].cls is None:
+                    yield self.functions[name]
+                elif name in self.classes:
+                    for method in ("__init__", "__call__", "forward"):
+                        if (found := self.method(name, method)) is not None:
+                            yield found
+            elif node.type == "attribute":
+                obj, attr = node.child_by_field_name("object"), text(node.child_by_field_name("attribute"))
+                owner = text(obj)
+                if owner in ("self", "cls") and fn.cls:
+                    if (found := self.method(fn.cls, attr)) is not None:
+                        yield found
+                    rhs = self.self_attributes.get((fn.cls, attr))
+                    if rhs is not None and rhs.type == "call":
+                        made = text(rhs.child_by_field_name("function"))
+                        for method in ("forward", "__call__"):
+                            if made in self.classes and (found := self.method(made, method)) is not None:
+                                yield found
+                elif owner in self.classes:
+                    target = "forward" if attr == "apply" else attr
+                    if (found := self.method(owner, target)) is not None:
+                        yield found
+
+    def reachable_kernels(self, functions: list[Function]) -> set[str]:
+        """Kernels named in `functions`, plus the @triton.jit helpers those kernels call."""
+        names = {text(n) for fn in functions for n in walk(fn.body)
+                 if n.type == "identifier" and text(n) in self.kernels}
+        names |= {text(n.child_by_field_name("attribute")) for fn in functions for n in walk(fn.body)
+                  if n.type == "attribute" and text(n.child_by_field_name("attribute")) in self.kernels}
+        frontier = list(names)
+        while frontier:
+            kernel = self.kernels[frontier.pop()]
+            for n in walk(kernel.body):
+                if n.type == "identifier" and text(n) in self.kernels and text(n) not in names:
+                    names.add(text(n))
+                    frontier.append(text(n))
+        return names
+
+    def launches(self, fn: Function) -> list[Launch]:
+        """Kernel launches in a function body (any nesting)."""
+        found = []
+        for node in walk(fn.body):
+            if node.type != "call":
+                continue
+            callee = node.child_by_field_name("function")
+            if callee.type == "subscript":
+                target = self._launch_target(fn, callee.child_by_field_name("value"))
+                if target is not False:
+                    found.append(Launch(node, target, "triton"))
+            elif callee.type == "attribute":
+                obj, attr = callee.child_by_field_name("object"), text(callee.child_by_field_name("attribute"))
+                if attr == "run" and text(obj) in self.kernels:
+                    found.append(Launch(node, text(obj), "triton"))
+                elif text(obj) in self.extension_handles:
+                    found.append(Launch(node, attr, "extension"))
+        return found
+
+    def _launch_target(self, fn: Function, value: Node) -> str | None | bool:
+        """The kernel a subscript-call launches: its name, None (indirect), or False (not a launch)."""
+        value = strip_parens(value)
+        name = text(value.child_by_field_name("attribute")) if value.type == "attribute" else text(value)
+        if name in self.kernels:
+            return name
+        if value.type == "identifier":
+            if name in fn.params:
+                return None
+            for node in walk(fn.body):
+                if node.type == "assignment" and text(node.child_by_field_name("left")) == name:
+                    if any(n.type == "identifier" and text(n) in self.kernels
+                           for n in walk(node.child_by_field_name("right"))):
+                        return None
+            return False
+        if value.type == "attribute" and text(value.child_by_field_name("object")) == "self" and fn.cls:
+            rhs = self.self_attributes.get((fn.cls, name))
+            if rhs is not None and any(n.type == "identifier" and text(n) in self.kernels for n in walk(rhs)):
+                return None
+        if value.type == "subscript":  # a table of kernels: KERNELS[key][grid](...)
+            inner = strip_parens(value.child_by_field_name("value"))
+            for node in walk(self.root):
+                if node.type == "assignment" and text(node.child_by_field_name("left")) == text(inner):
+                    if any(n.type == "identifier" and text(n) in self.kernels
+                           for n in walk(node.child_by_field_name("right"))):
+                        return None
+        return False

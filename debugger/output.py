@@ -1,0 +1,58 @@
+"""Printing results: one JSON object on stdout for --json, readable text otherwise; logs to stderr."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+
+def jsonable(obj):
+    """Make a value strict-JSON safe: non-finite floats become strings ("inf", "nan")."""
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return "nan"
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
+        return obj
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if hasattr(obj, "__fspath__"):
+        return str(obj)
+    return obj
+
+
+def print_json(obj: dict) -> None:
+    """Exactly one JSON object on stdout."""
+    sys.stdout.write(json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n")
+    sys.stdout.flush()
+
+
+def log(msg: str) -> None:
+    """A progress or log line on stderr."""
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def fmt_err(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return f"{v:.2e}"
+
+
+def eval_text(report) -> str:
+    """A human summary of an EvalReport."""
+    lines = [f"status: {report.status}  ({report.message})"]
+    if report.checks:
+        lines.append(f"{'check':<16} {'result':<14} {'max_abs_err':>12} {'wrong':>8}  note")
+        for c in report.checks:
+            wrong = f"{c.frac_wrong:.1%}" if c.frac_wrong is not None else "-"
+            lines.append(f"{c.name:<16} {c.status:<14} {fmt_err(c.max_abs_err):>12} {wrong:>8}  {c.message[:70]}")
+    for w in report.reference_warnings:
+        lines.append(f"warning: {w}")
+    if report.signature:
+        lines.append(f"signature: {report.signature.key()}")
+    return "\n".join(lines)

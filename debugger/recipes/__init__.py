@@ -1,0 +1,64 @@
+"""Fix recipes: machine-applicable repairs over the candidate's syntax tree (the kb backend's moves).
+
+`RECIPES` maps each recipe id (the ids knowledge-base patterns name in `fix_recipe`) to its instance.
+`propose_all` asks every recipe, or those of some bug classes, for candidate patches.
+"""
+from __future__ import annotations
+
+import logging
+
+from debugger.recipes.base import Patch, Recipe, RecipeLike
+from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
+from debugger.recipes.grid import BlockCoversRow, GridCdiv, SwapProgramIdAxis
+from debugger.recipes.masks import AddMask, FixMaskBound, KTailMask
+from debugger.recipes.reductions import EpsInsideSqrt, MeanOverN, SubtractRowmax, VarianceBiased
+
+log = logging.getLogger(__name__)
+
+_ALL: list[Recipe] = [
+    AddMask(), FixMaskBound(), OtherIdentity(), MaskPaddedLanes(), KTailMask(),
+    GridCdiv(), SwapProgramIdAxis(), BlockCoversRow(),
+    SubtractRowmax(), MeanOverN(), VarianceBiased(), EpsInsideSqrt(),
+]
+
+RECIPES: dict[str, Recipe] = {r.id: r for r in _ALL}
+
+
+def get(recipe_id: str) -> Recipe:
+    """The recipe with this id (KeyError naming the known ids otherwise)."""
+    try:
+        return RECIPES[recipe_id]
+    except KeyError:
+        raise KeyError(f"unknown recipe {recipe_id!r}; known: {', '.join(sorted(RECIPES))}") from None
+
+
+def for_bug_class(bug_class: str) -> list[Recipe]:
+    """Recipes that repair `bug_class`, in registry order."""
+    return [r for r in _ALL if bug_class in r.bug_classes]
+
+
+def for_symptoms(tags) -> list[Recipe]:
+    """Recipes ranked by how many of the symptom tags they list (those listing none left out)."""
+    tags = set(tags)
+    scored = [(len(tags & set(r.symptoms)), i, r) for i, r in enumerate(_ALL)]
+    return [r for n, i, r in sorted(scored, key=lambda t: (-t[0], t[1])) if n]
+
+
+def propose_all(src: str, hints: dict | None = None, bug_classes=None) -> list[Patch]:
+    """Patches from every recipe (or those of `bug_classes`), recipe by recipe in registry order.
+
+    A recipe that raises is skipped with a logged warning, so one faulty recipe cannot stop a repair.
+    """
+    out: list[Patch] = []
+    for r in _ALL:
+        if bug_classes is not None and not set(bug_classes) & set(r.bug_classes):
+            continue
+        try:
+            out.extend(r.propose(src, hints))
+        except Exception:  # noqa: BLE001 - isolate faulty recipes, keep the rest
+            log.warning("recipe %s failed", r.id, exc_info=True)
+    return out
+
+
+__all__ = ["Patch", "Recipe", "RecipeLike", "RECIPES", "get", "for_bug_class", "for_symptoms",
+           "propose_all"]

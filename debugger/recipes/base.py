@@ -1,0 +1,148 @@
+"""The recipe contract: a Patch record, text edits over the syntax tree, and the Recipe base class.
+
+A recipe reads the candidate's tree, locates the sites of one bug shape, and proposes concrete
+edits, each a full new source. The base class enforces the rules every recipe keeps: it proposes
+nothing for a source that does not parse, never emits a source that does not parse, drops no-op and
+duplicate edits, and orders its proposals by the diagnosis's hints (kernel, line) when given.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from typing import Iterable, Protocol, runtime_checkable
+
+from debugger.recipes.syntax import Node, Source, line, parses
+
+log = logging.getLogger(__name__)
+
+MAX_PATCHES = 8
+
+
+@dataclass
+class Patch:
+    """One proposed repair: the whole new candidate source and where it differs."""
+
+    recipe: str
+    description: str
+    new_src: str
+    sites: list[int]
+    bug_class: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace bytes [start, end) of the source with `text` (start == end inserts)."""
+
+    start: int
+    end: int
+    text: str
+
+    @classmethod
+    def replace(cls, node: Node, new: str) -> "Edit":
+        return cls(node.start_byte, node.end_byte, new)
+
+    @classmethod
+    def insert(cls, at: int, new: str) -> "Edit":
+        return cls(at, at, new)
+
+
+def apply_edits(data: bytes, edits: Iterable[Edit]) -> str | None:
+    """Apply non-overlapping edits; None when two edits overlap. Identical edits count once;
+    insertions at one point are concatenated in the order given."""
+    merged: list[Edit] = []
+    for e in dict.fromkeys(edits):
+        same_point = next((i for i, m in enumerate(merged)
+                           if m.start == m.end == e.start == e.end), None)
+        if same_point is None:
+            merged.append(e)
+        else:
+            merged[same_point] = Edit(e.start, e.end, merged[same_point].text + e.text)
+    ordered = sorted(merged, key=lambda e: (e.start, e.end))
+    for a, b in zip(ordered, ordered[1:]):
+        if b.start < a.end or (a.start == b.start and a.end == b.end):
+            return None
+    out = data
+    for e in reversed(ordered):
+        out = out[:e.start] + e.text.encode() + out[e.end:]
+    return out.decode()
+
+
+@runtime_checkable
+class RecipeLike(Protocol):
+    """What the registry and the backends rely on."""
+
+    id: str
+    bug_classes: tuple[str, ...]
+    symptoms: tuple[str, ...]
+    description: str
+
+    def propose(self, src: str, hints: dict | None = None) -> list[Patch]: ...
+
+
+class Recipe:
+    """Base class: subclasses set the class attributes and implement `_propose`."""
+
+    id: str = ""
+    bug_classes: tuple[str, ...] = ()
+    symptoms: tuple[str, ...] = ()
+    description: str = ""
+    max_patches: int = MAX_PATCHES
+
+    def propose(self, src: str, hints: dict | None = None) -> list[Patch]:
+        """Candidate repairs of `src`, best first; [] when the source does not parse."""
+        s = Source(src)
+        if not s.ok or not parses(src):
+            return []
+        hints = hints or {}
+        seen: set[str] = {src}
+        out: list[Patch] = []
+        for p in self._propose(s, hints):
+            if p is None or p.new_src in seen:
+                continue
+            seen.add(p.new_src)
+            out.append(p)
+        return order_by_hints(s, out, hints)[: self.max_patches]
+
+    def _propose(self, s: Source, hints: dict) -> Iterable[Patch | None]:
+        raise NotImplementedError
+
+    def patch(self, s: Source, edits: Iterable[Edit], description: str,
+              bug_class: str | None = None) -> Patch | None:
+        """A Patch from edits to `s`, or None when they overlap, change nothing or break the parse."""
+        edits = [e for e in edits if e is not None]
+        if not edits:
+            return None
+        new = apply_edits(s.data, edits)
+        if new is None or new == s.src or not parses(new):
+            return None
+        sites = sorted({s.data.count(b"\n", 0, e.start) + 1 for e in edits})
+        return Patch(self.id, description, new, sites, bug_class or self.bug_classes[0])
+
+    def __repr__(self) -> str:
+        return f"<recipe {self.id}>"
+
+
+def order_by_hints(s: Source, patches: list[Patch], hints: dict) -> list[Patch]:
+    """Stable sort: patches touching the hinted kernel (or its launches) first, then by distance
+    of their nearest site to the hinted line. Without hints the recipe's own order stands."""
+    kernel = hints.get("kernel")
+    target = hints.get("line")
+    if not kernel and not isinstance(target, int):
+        return patches
+    spans: list[tuple[int, int]] = []
+    k = s.kernel(kernel) if kernel else None
+    if k is not None:
+        spans.append((line(k.fn), k.fn.end_point[0] + 1))
+        for l in k.launches():
+            spans.append((line(l.call), l.call.end_point[0] + 1))
+
+    def key(p: Patch):
+        in_kernel = any(a <= site <= b for site in p.sites for a, b in spans)
+        dist = min((abs(site - target) for site in p.sites), default=0) \
+            if isinstance(target, int) else 0
+        return (0 if in_kernel or not spans else 1, dist)
+
+    return sorted(patches, key=key)

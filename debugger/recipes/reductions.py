@@ -1,0 +1,274 @@
+"""Reduction and normalisation recipes: max subtraction before exp, means over N, the variance's
+divisor, eps inside the square root."""
+from __future__ import annotations
+
+import re
+
+from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.indexing import comparisons, loop_of, size_params, suffix_of, terms
+from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, call_args, identifiers, line, number,
+                                     statement_of, text, unparen, walk)
+
+SIMPLE = ("identifier", "attribute", "subscript", "call", "parenthesized_expression")
+EPS_NAME = re.compile(r"^(eps|epsilon|EPS|EPSILON|eps_\w*|\w*_eps)$")
+
+
+def paren(node: Node) -> str:
+    """Node text, parenthesised unless it is atomic."""
+    return text(node) if unparen(node).type in SIMPLE or node.type == "parenthesized_expression" \
+        else f"({text(node)})"
+
+
+def fresh_name(k: Kernel, base: str) -> str:
+    used = set(k.deps.direct) | set(k.param_names) | identifiers(k.body)
+    name, i = base, 1
+    while name in used:
+        i += 1
+        name = f"{base}{i}"
+    return name
+
+
+def insert_before(s: Source, stmt: Node, code: str) -> Edit:
+    """Insert a line of code before a statement, at its indentation."""
+    return Edit.insert(s.line_start(stmt), f"{s.indent_of(stmt)}{code}\n")
+
+
+def sum_derived_names(k: Kernel) -> set[str]:
+    """Names whose value depends on a tl.sum (a total that a mean divides)."""
+    direct = {n for n, defs in k.deps.defs.items() for _, rhs in defs if k.src.calls(rhs, "tl.sum")}
+    return {n for n in k.deps.direct if k.deps.closure({n}) & direct}
+
+
+# -------------------------------------------------------------------------------------------------
+def _already_shifted(k: Kernel, arg: Node) -> bool:
+    """exp(x - m) with m a max (by its definition or its name)."""
+    a = unparen(arg)
+    if a.type != "binary_operator" or text(a.child_by_field_name("operator")) != "-":
+        return False
+    right = a.child_by_field_name("right")
+    if "max" in text(right).lower():
+        return True
+    return any(k.src.calls(rhs, "tl.max", "tl.maximum")
+               for n in k.deps.closure(identifiers(right)) for _, rhs in k.deps.defs.get(n, []))
+
+
+def _exp_sum(k: Kernel, exp: Node) -> Node | None:
+    """The tl.sum that adds up this exp (directly or through the variable it is assigned to)."""
+    names = downstream(k, assigned_names(statement_of(exp)))
+    for c in k.calls("tl.sum"):
+        arg = call_arg(c, 0, "input")
+        if arg is None:
+            continue
+        if exp.start_byte >= c.start_byte and exp.end_byte <= c.end_byte:
+            return c
+        if identifiers(arg) & names and c.start_byte > exp.start_byte:
+            return c
+    return None
+
+
+class SubtractRowmax(Recipe):
+    id = "subtract_rowmax"
+    bug_classes = ("numerical_overflow",)
+    symptoms = ("no_max_subtraction", "fails_large_magnitude", "nan_in_output", "inf_in_output")
+    description = "Softmax / log-sum-exp without the max: exp(x) -> exp(x - max(x)) (and add it back to a log)."
+
+    def _propose(self, s: Source, hints: dict):
+        for k in s.kernels:
+            by_arg: dict[str, list[Node]] = {}
+            for e in k.calls("tl.exp", "tl.exp2"):
+                arg = call_arg(e, 0, "x")
+                if arg is None or _already_shifted(k, arg) or loop_of(k, e) is not None:
+                    continue
+                by_arg.setdefault(f"{s.call_name(e)}|{text(arg).replace(' ', '')}", []).append(e)
+            for key, exps in by_arg.items():
+                yield from self._shift(s, k, key.split("|")[0], exps)
+
+    def _shift(self, s: Source, k: Kernel, fn: str, exps: list[Node]):
+        first = min(exps, key=lambda n: n.start_byte)
+        total = next((t for t in (_exp_sum(k, e) for e in exps) if t is not None), None)
+        if total is None:
+            return
+        axis = call_arg(total, 1, "axis")
+        axis_t = text(axis) if axis is not None else "0"
+        keep = call_arg(total, 2, "keep_dims")
+        arg = call_arg(first, 0, "x")
+        m = fresh_name(k, "row_max")
+        stmt = statement_of(first)
+        base = [insert_before(s, stmt, f"{m} = {s.tl}.max({text(arg)}, axis={axis_t}, keep_dims=True)")]
+        base += [Edit.replace(call_arg(e, 0, "x"), f"{paren(call_arg(e, 0, 'x'))} - {m}") for e in exps]
+        yield self.patch(s, base, f"subtract the row max before {fn} in {k.name}")
+        # log-sum-exp: log(sum(exp(x - m))) + m restores the unshifted value.
+        log_fn = {"tl.exp": "tl.log", "tl.exp2": "tl.log2"}[fn]
+        logs = [c for c in k.calls(log_fn) if _uses(k, c, total)]
+        if not logs:
+            return
+        mr = m if keep is not None and text(keep) == "True" else fresh_name(k, "row_max_r")
+        extra = [] if mr == m else [insert_before(s, stmt, f"{mr} = {s.tl}.max({text(arg)}, axis={axis_t})")]
+        adds = [e for c in logs for e in (Edit.insert(c.start_byte, "("), Edit.insert(c.end_byte, f" + {mr})"))]
+        yield self.patch(s, base + extra + adds, f"subtract the row max before {fn} and add it back "
+                                                 f"after {log_fn} in {k.name}")
+
+
+def assigned_names(stmt: Node) -> set[str]:
+    """Names a simple assignment statement binds."""
+    n = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_child_count else stmt
+    if n.type in ("assignment", "augmented_assignment"):
+        left = n.child_by_field_name("left")
+        return {text(left)} if left is not None and left.type == "identifier" else set()
+    return set()
+
+
+def downstream(k: Kernel, names: set[str]) -> set[str]:
+    """`names` and every name computed from them."""
+    return names | {n for n in k.deps.direct if k.deps.closure({n}) & names}
+
+
+def _uses(k: Kernel, call: Node, total: Node) -> bool:
+    """`call` reads the sum `total` (inline or through a variable)."""
+    if call.start_byte <= total.start_byte and total.end_byte <= call.end_byte:
+        return True
+    return bool(identifiers(call) & downstream(k, assigned_names(statement_of(total))))
+
+
+# -------------------------------------------------------------------------------------------------
+def block_bounds(k: Kernel, block: str) -> list[str]:
+    """Bounds compared with offsets built from tl.arange(0, block), then the size parameters."""
+    out = []
+    aranged = {n for n, defs in k.deps.defs.items() for _, rhs in defs
+               if any(block in text(c) for c in k.src.calls(rhs, "tl.arange"))}
+    for c in comparisons(k):
+        if c.op == "<" and identifiers(c.index) & aranged and not k.is_constexpr(text(c.bound)):
+            out.append(text(c.bound))
+    out += size_params(k)
+    return list(dict.fromkeys(out))
+
+
+class MeanOverN(Recipe):
+    id = "mean_over_n"
+    bug_classes = ("normalization_formula",)
+    symptoms = ("divides_by_block", "constant_factor", "intermediate_wrong", "whole_rows_wrong")
+    description = "A mean divides by the BLOCK size: divide by the true element count N."
+
+    def _propose(self, s: Source, hints: dict):
+        for k in s.kernels:
+            summed = sum_derived_names(k)
+            for d in k.nodes("binary_operator"):
+                if text(d.child_by_field_name("operator")) != "/":
+                    continue
+                right = unparen(d.child_by_field_name("right"))
+                block = text(right)
+                if right.type != "identifier" or not k.is_constexpr(block):
+                    continue
+                stmt = statement_of(d)
+                if not (s.calls(stmt, "tl.sum") or identifiers(stmt) & summed):
+                    continue
+                for b in block_bounds(k, block)[:3]:
+                    yield self.patch(s, [Edit.replace(right, b)],
+                                     f"divide by {b} instead of {block} at line {line(d)}")
+
+
+# -------------------------------------------------------------------------------------------------
+def _is_variance(k: Kernel, stmt: Node) -> bool:
+    left = stmt.child_by_field_name("left") if stmt.type == "assignment" else None
+    if left is None or left.type != "identifier":
+        return False
+    name = text(left).lower()
+    if re.search(r"(^|_)var(iance)?($|_)", name):
+        return True
+    rhs = stmt.child_by_field_name("right")
+    for c in k.src.calls(rhs, "tl.sum"):
+        arg = unparen(call_arg(c, 0, "input"))
+        if arg.type == "binary_operator" and text(arg.child_by_field_name("operator")) in ("*", "**"):
+            l, r = arg.child_by_field_name("left"), arg.child_by_field_name("right")
+            if text(l) == text(r) or number(r) == 2:
+                return True
+    return False
+
+
+def _minus_one(node: Node) -> Node | None:
+    """X for `(X - 1)` / `(X - 1.0)`."""
+    n = unparen(node)
+    if n.type == "binary_operator" and text(n.child_by_field_name("operator")) == "-" and \
+            number(n.child_by_field_name("right")) == 1:
+        return n.child_by_field_name("left")
+    return None
+
+
+class VarianceBiased(Recipe):
+    id = "variance_biased"
+    bug_classes = ("normalization_formula",)
+    symptoms = ("constant_factor", "intermediate_wrong", "whole_rows_wrong", "precision_noise")
+    description = "Variance divisor N-1 vs N: propose the other one (the reference decides)."
+
+    def _propose(self, s: Source, hints: dict):
+        for k in s.kernels:
+            for stmt in k.nodes("assignment"):
+                if not _is_variance(k, stmt):
+                    continue
+                rhs = stmt.child_by_field_name("right")
+                divs = [d for d in walk(rhs) if d.type == "binary_operator"
+                        and text(d.child_by_field_name("operator")) == "/"]
+                for d in divs:
+                    right = d.child_by_field_name("right")
+                    x = _minus_one(right)
+                    if x is not None:
+                        yield self.patch(s, [Edit.replace(right, paren(x))],
+                                         f"biased variance: divide by {text(x)} at line {line(d)}")
+                    elif unparen(right).type in ("identifier", "call", "attribute") or \
+                            number(right) is None:
+                        yield self.patch(s, [Edit.replace(right, f"({text(right)} - 1)")],
+                                         f"unbiased variance: divide by {text(right)} - 1 at line {line(d)}")
+
+
+# -------------------------------------------------------------------------------------------------
+def _is_eps(k: Kernel, node: Node) -> bool:
+    n = unparen(node)
+    if n.type == "identifier":
+        return bool(EPS_NAME.match(text(n)))
+    v = number(n)
+    return v is not None and 0 < v <= 1e-2
+
+
+class EpsInsideSqrt(Recipe):
+    id = "eps_inside_sqrt"
+    bug_classes = ("normalization_formula",)
+    symptoms = ("intermediate_wrong", "precision_noise", "fails_small_magnitude", "whole_rows_wrong",
+                "nan_in_output", "inf_in_output")
+    description = "1/(sqrt(var)+eps) -> rsqrt(var+eps); a kernel's unused eps added under the root."
+
+    def _propose(self, s: Source, hints: dict):
+        for k in s.kernels:
+            edits = []
+            for add in k.nodes("binary_operator"):
+                if text(add.child_by_field_name("operator")) != "+":
+                    continue
+                a, b = add.child_by_field_name("left"), add.child_by_field_name("right")
+                sq, eps = (a, b) if _is_eps(k, b) else (b, a)
+                sq = unparen(sq)
+                if not _is_eps(k, eps) or sq.type != "call" or s.call_name(sq) != "tl.sqrt":
+                    continue
+                v = call_arg(sq, 0, "x")
+                inner = f"{text(v)} + {text(eps)}"
+                div = add.parent
+                while div is not None and div.type == "parenthesized_expression":
+                    div = div.parent
+                if div is not None and div.type == "binary_operator" and \
+                        text(div.child_by_field_name("operator")) == "/" and \
+                        number(div.child_by_field_name("left")) == 1 and \
+                        unparen(div.child_by_field_name("right")).start_byte == add.start_byte:
+                    edits.append(Edit.replace(div, f"{s.tl}.rsqrt({inner})"))
+                else:
+                    edits.append(Edit.replace(add, f"{s.tl}.sqrt({inner})"))
+            if edits:
+                yield self.patch(s, edits, f"move eps inside the square root in {k.name}")
+            yield from self._unused_eps(s, k)
+
+    def _unused_eps(self, s: Source, k: Kernel):
+        eps = [p.name for p in k.params if EPS_NAME.match(p.name)]
+        if len(eps) != 1 or eps[0] in identifiers(k.body):
+            return
+        roots = k.calls("tl.sqrt", "tl.rsqrt")
+        for r in roots:
+            v = call_arg(r, 0, "x")
+            yield self.patch(s, [Edit.replace(v, f"{text(v)} + {eps[0]}")],
+                             f"add the unused {eps[0]} under the root at line {line(r)}")

@@ -1,0 +1,109 @@
+"""Typed records of the evaluation stage, serialisable to the JSON of interface.md."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+# Evaluation statuses (interface.md) and the exit code each maps to.
+EVAL_STATUSES = ("pass", "mismatch", "compile_error", "runtime_error", "timeout", "invalid_input")
+
+
+@dataclass
+class OutputStats:
+    """How one output of one check compares with the reference."""
+
+    index: int
+    shape: list[int]
+    dtype: str
+    passed: bool
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    n_wrong: int = 0
+    frac_wrong: float = 0.0
+    first_wrong: list[int] | None = None
+    nan_mismatch: int = 0
+    inf_mismatch: int = 0
+    problem: str | None = None  # shape/dtype/type problems, in one line
+
+
+@dataclass
+class CheckResult:
+    """One input set: how it was drawn and how the candidate did on it."""
+
+    name: str
+    kind: str  # seed | distribution | layout | params | hidden
+    passed: bool
+    status: str  # pass | mismatch | runtime_error | timeout | skipped
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    frac_wrong: float | None = None
+    message: str = ""
+    outputs: list[OutputStats] = field(default_factory=list)
+    drift: float | None = None  # max |out1 - out2| between the two candidate runs
+    inputs_mutated: bool = False
+    seconds: float = 0.0
+    spec: dict = field(default_factory=dict)
+
+
+@dataclass
+class ErrorSignature:
+    """A compact fingerprint of a failure: which check, which output, where, what kind."""
+
+    status: str
+    check: str | None = None
+    output: int | None = None
+    first_wrong: list[int] | None = None
+    kind: str | None = None  # mismatch | nan | shape | dtype | drift | mutation | exception name
+    failed_checks: int = 0
+    frac_wrong: float | None = None
+
+    def key(self) -> str:
+        """A string equal for two failures that look the same to the repair loop."""
+        loc = "x".join(str(i) for i in self.first_wrong) if self.first_wrong else "-"
+        return f"{self.status}:{self.kind or '-'}:{self.check or '-'}:{self.output}:{loc}:{self.failed_checks}"
+
+
+@dataclass
+class EvalReport:
+    """The answer to: does this candidate compute the same function as the reference?"""
+
+    status: str
+    checks: list[CheckResult] = field(default_factory=list)
+    message: str = ""
+    device: str = "cpu"
+    atol: float | None = None
+    rtol: float | None = None
+    reference_warnings: list[str] = field(default_factory=list)
+    signature: ErrorSignature | None = None
+    seconds: float = 0.0
+    log_tail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """True when every check passed."""
+        return self.status == "pass"
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        """The checks that did not pass (skipped ones excluded)."""
+        return [c for c in self.checks if not c.passed and c.status != "skipped"]
+
+    def error_score(self) -> float:
+        """One number for 'how wrong': lower is better; 0 when passing. Used to measure progress."""
+        if self.passed:
+            return 0.0
+        if self.status in ("compile_error", "invalid_input"):
+            return 1e9
+        if self.status in ("runtime_error", "timeout"):
+            return 1e8
+        failed = self.failed_checks
+        frac = sum((c.frac_wrong or 1.0) for c in failed) / max(1, len(self.checks))
+        return len(failed) + frac
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (interface.md: status, checks[].passed, checks[].max_abs_err)."""
+        d = asdict(self)
+        d["passed"] = self.passed
+        d["signature"] = asdict(self.signature) if self.signature else None
+        if self.signature:
+            d["signature"]["key"] = self.signature.key()
+        return d

@@ -1,0 +1,111 @@
+"""What a candidate worker watches while ModelNew.forward runs.
+
+- PoisonAndRecord: a TorchDispatchMode that fills every tensor the candidate allocates with a poison
+  (NaN for floats) so elements a kernel never writes cannot pass by luck, and records every aten op
+  that runs (the integrity gate rejects heavy ones).
+- LaunchRecorder: wraps Triton's launch entry points (compiled and interpreted) to record which
+  kernels ran and which tensors they received.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+ALLOC_OPS = {"empty.memory_format", "empty_strided.default", "empty_like.default", "new_empty.default",
+             "new_empty_strided.default", "empty.default"}
+INT_POISON = -1234567
+
+
+def poison_fill(t: torch.Tensor, value: float) -> None:
+    """Fill a freshly allocated tensor with the poison for its dtype."""
+    if t.numel() == 0:
+        return
+    if t.is_floating_point() or t.is_complex():
+        t.fill_(value)
+    elif t.dtype != torch.bool:
+        info = torch.iinfo(t.dtype)
+        t.fill_(max(info.min, min(info.max, INT_POISON)))
+
+
+class PoisonAndRecord(TorchDispatchMode):
+    """Poison allocations and count aten ops during the candidate's forward."""
+
+    def __init__(self, poison: float = float("nan")):
+        super().__init__()
+        self.poison = poison
+        self.ops: Counter = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func.__name__ if hasattr(func, "__name__") else str(func)
+        self.ops[name] += 1
+        if name in ALLOC_OPS and isinstance(out, torch.Tensor):
+            with torch.utils._python_dispatch._disable_current_modes():
+                poison_fill(out, self.poison)
+        return out
+
+
+class LaunchRecorder:
+    """Record Triton launches: kernel name and the storage byte ranges of the tensor arguments."""
+
+    def __init__(self):
+        self.launches: list[dict] = []
+        self.active = False
+        self._patched = []
+
+    def install(self) -> None:
+        targets = []
+        try:
+            from triton.runtime.jit import JITFunction
+            targets.append(JITFunction)
+        except ImportError:
+            pass
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            targets.append(InterpretedFunction)
+        except ImportError:
+            pass
+        recorder = self
+        for cls in targets:
+            original = cls.run
+
+            def run(self, *args, __original=original, **kwargs):
+                if recorder.active:
+                    ptrs = []
+                    for a in list(args) + list(kwargs.values()):
+                        if isinstance(a, torch.Tensor):
+                            ptrs.append(list(storage_span(a)))
+                    name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?")
+                    recorder.launches.append({"kernel": str(name), "tensors": ptrs})
+                return __original(self, *args, **kwargs)
+
+            cls.run = run
+            self._patched.append((cls, original))
+
+    def kernels(self) -> list[str]:
+        return [l["kernel"] for l in self.launches]
+
+
+def storage_span(t: torch.Tensor) -> tuple[int, int]:
+    """[start, end) byte range of a tensor's storage."""
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True if two tensors share storage bytes."""
+    a0, a1 = storage_span(a)
+    b0, b1 = storage_span(b)
+    return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
+
+
+def written_by_launch(out: torch.Tensor, launches: list[dict]) -> bool:
+    """True if some recorded launch received a tensor whose storage holds `out`."""
+    o0, o1 = storage_span(out)
+    for launch in launches:
+        for start, end in launch["tensors"]:
+            if start < o1 and o0 < end:
+                return True
+    return False

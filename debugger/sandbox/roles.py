@@ -1,0 +1,260 @@
+"""What a sandbox worker does, by role. Runs in the child; talks to the parent through channel.py.
+
+reference role: draws inputs and the model for a check, runs Model natively and in float64, keeps
+  the outputs, and compares candidate outputs sent to it (the candidate never sees them).
+candidate role: draws the same inputs and model (ModelNew with the reference's state copied),
+  runs forward under poisoning and recording, sends its outputs back as plain tensors.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from debugger import compare, inputs
+from debugger.sandbox import channel
+from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, overlaps, written_by_launch
+
+
+def _error(e: BaseException, stage: str) -> dict:
+    tb = traceback.format_exception(type(e), e, e.__traceback__)
+    kind = "compile_error" if "CompilationError" in type(e).__name__ else "runtime_error"
+    last = str(e).strip().splitlines()
+    msg = f"{type(e).__name__}: {last[-1] if last else ''}"[:500]
+    return {"ok": False, "status": kind, "stage": stage, "error": msg, "traceback": "".join(tb[-6:])[-4000:]}
+
+
+def _model_key(spec: dict) -> str:
+    return f"{spec.get('init_seed', 0)}|{spec.get('param_noise', False)}|{sorted((spec.get('shapes') or {}).items())}"
+
+
+def _plain(t):
+    if isinstance(t, torch.Tensor):
+        t = t.detach()
+        if type(t) is not torch.Tensor:
+            t = t.as_subclass(torch.Tensor)
+        return t.to("cpu").clone()
+    if isinstance(t, (int, float, bool)) or t is None:
+        return t
+    return None
+
+
+class ReferenceRole:
+    """Holds the reference and its outputs for the current check."""
+
+    def __init__(self, setup: dict, scratch: Path):
+        self.device = setup["device"]
+        self.module = inputs.load_module(setup["reference_src"], scratch, "kdebug_reference")
+        self.models: dict = {}
+        self.native: list = []
+        self.ref64: list = []
+        self.dtypes: list = []
+        self.native_ok = True
+        self.fingerprints: dict = {}
+
+    def run(self, spec: dict) -> tuple[dict, bytes | None]:
+        t0 = time.perf_counter()
+        key = _model_key(spec)
+        if key not in self.models:
+            self.models = {key: inputs.build_reference(self.module, spec, self.device)}
+        model = self.models[key]
+        xs = inputs.draw_inputs(self.module, spec, self.device)
+        with torch.no_grad():
+            native = inputs.flatten_outputs(model(*xs))
+            try:
+                m64, x64 = inputs.as_double(model, xs)
+                ref64 = inputs.flatten_outputs(m64(*x64))
+                del m64, x64
+            except Exception:  # some operators have no float64 kernel on this device
+                ref64 = [o.double() if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in native]
+        captured = [_plain(x) for x in xs] if spec.get("capture") else None
+        del xs
+        self.native, self.ref64 = native, ref64
+        self.dtypes = [o.dtype if isinstance(o, torch.Tensor) else None for o in native]
+        if spec.get("fingerprint"):
+            self.fingerprints[spec["name"]] = [
+                o.double().flatten()[:4096].cpu() if isinstance(o, torch.Tensor) else o for o in native]
+        header = {"ok": True, "n_outputs": len(native), "seconds": time.perf_counter() - t0,
+                  "shapes": [list(o.shape) if isinstance(o, torch.Tensor) else None for o in native],
+                  "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes]}
+        blob = None
+        if spec.get("capture"):
+            blob = channel.tensors_to_blob([[_plain(o) for o in ref64], captured])
+        return header, blob
+
+    def _tol(self, i: int, atol, rtol) -> tuple[float, float]:
+        d = self.dtypes[i]
+        da, dr = compare.default_tolerance(d, self.device) if d is not None else (0.0, 0.0)
+        return (da if atol is None else atol), (dr if rtol is None else rtol)
+
+    def compare(self, header: dict, blob: bytes) -> tuple[dict, None]:
+        """Stats of one candidate run's outputs; run 2 also reports its drift from run 1."""
+        outs_now = channel.blob_to_tensors(blob)
+        runs = [outs_now]
+        atol, rtol = header.get("atol"), header.get("rtol")
+        results = []
+        for outs in runs:
+            stats = []
+            if len(outs) != len(self.ref64):
+                stats.append({"index": 0, "shape": [], "dtype": "", "passed": False,
+                              "problem": f"forward returned {len(outs)} outputs, expected {len(self.ref64)}"})
+            else:
+                for i, (c, r) in enumerate(zip(outs, self.ref64)):
+                    a, rt = self._tol(i, atol, rtol)
+                    s = compare.output_stats(i, c, r, self.dtypes[i] or torch.float64, a, rt)
+                    if not s["passed"] and s.get("problem") is None and isinstance(self.native[i], torch.Tensor) \
+                            and self.native[i].is_floating_point():
+                        # When the native reference itself is off float64 by more than the tolerance,
+                        # matching the native reference is as good as matching float64.
+                        alt = compare.output_stats(i, c, self.native[i], self.dtypes[i], a, rt)
+                        if alt["passed"]:
+                            s = alt
+                    stats.append(s)
+            results.append(stats)
+        drift = None
+        if header.get("run", 1) == 1:
+            self.previous = outs_now
+        elif getattr(self, "previous", None) is not None:
+            drift = compare.max_difference(self.previous, outs_now)
+            self.previous = None
+        return {"ok": True, "runs": results, "drift": drift}, None
+
+    def sanity(self, header: dict) -> tuple[dict, None]:
+        """Flag a reference that cannot tell right from wrong."""
+        warnings = []
+        fps = list(self.fingerprints.values())
+        if len(fps) >= 2 and all(
+                isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                and torch.equal(a, b) for a, b in zip(fps[0], fps[1])):
+            warnings.append("reference output does not change with the inputs: any constant passes")
+        atol = header.get("atol")
+        for i, o in enumerate(self.native):
+            if not isinstance(o, torch.Tensor) or not o.is_floating_point() or o.numel() == 0:
+                continue
+            od = o.double()
+            finite = od[torch.isfinite(od)]
+            if finite.numel() == 0:
+                continue
+            a, _ = self._tol(i, atol, None)
+            if float(finite.abs().max()) <= a:
+                warnings.append(f"reference output {i} lies inside the tolerance band (|y| <= {a:g}): zeros pass")
+            elif finite.numel() > 1 and float(finite.std()) == 0.0:
+                warnings.append(f"reference output {i} is constant ({float(finite[0]):g})")
+        return {"ok": True, "warnings": warnings}, None
+
+
+class CandidateRole:
+    """Runs ModelNew under poisoning and recording; never holds reference outputs."""
+
+    def __init__(self, setup: dict, scratch: Path):
+        self.device = setup["device"]
+        self.ref_module = inputs.load_module(setup["reference_src"], scratch, "kdebug_task")
+        self.recorder = LaunchRecorder()
+        self.recorder.install()
+        self.setup = setup
+        self.scratch = scratch
+        self.cand_module = None
+        self.models: dict = {}
+        self.pristine: list | None = None
+
+    def load_candidate(self) -> dict:
+        try:
+            self.cand_module = inputs.load_module(self.setup["candidate_src"], self.scratch, "candidate")
+        except SyntaxError as e:
+            return {"ok": False, "status": "compile_error", "stage": "import",
+                    "error": f"SyntaxError: line {e.lineno}: {e.msg}"}
+        except BaseException as e:  # noqa: BLE001 - anything the candidate raises is data
+            r = _error(e, "import")
+            r["status"] = "compile_error"
+            return r
+        if not hasattr(self.cand_module, "ModelNew"):
+            return {"ok": False, "status": "invalid_input", "stage": "import",
+                    "error": "candidate does not define ModelNew"}
+        return {"ok": True}
+
+    def run(self, spec: dict) -> tuple[dict, bytes | None]:
+        key = _model_key(spec)
+        try:
+            if key not in self.models:
+                self.models = {key: inputs.build_candidate(self.ref_module, self.cand_module, spec, self.device)}
+        except BaseException as e:  # noqa: BLE001
+            return _error(e, "init"), None
+        model = self.models[key]
+        if spec.get("call", 1) == 1 or self.pristine is None:
+            self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
+        xs = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.pristine]
+        mode = PoisonAndRecord(float(spec.get("poison", "nan")))
+        self.recorder.launches = []
+        self.recorder.active = True
+        t0 = time.perf_counter()
+        try:
+            with torch.no_grad(), mode:
+                out = model(*xs)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+        except BaseException as e:  # noqa: BLE001
+            self.recorder.active = False
+            return _error(e, "forward"), None
+        finally:
+            self.recorder.active = False
+        seconds = time.perf_counter() - t0
+        outs = inputs.flatten_outputs(out)
+        tensors_in = [x for x in xs if isinstance(x, torch.Tensor)]
+        mutated = any(isinstance(a, torch.Tensor) and not compare.max_difference([a], [b]) == 0.0
+                      for a, b in zip(xs, self.pristine))
+        info = {
+            "ok": True, "seconds": seconds, "n_outputs": len(outs), "inputs_mutated": mutated,
+            "output_types": [type(o).__name__ for o in outs],
+            "aliases_input": [any(overlaps(o, x) for x in tensors_in) if isinstance(o, torch.Tensor) else False
+                              for o in outs],
+            "written_by_kernel": [written_by_launch(o, self.recorder.launches) if isinstance(o, torch.Tensor)
+                                  else False for o in outs],
+            "launches": self.recorder.kernels(),
+            "ops": dict(mode.ops),
+        }
+        blob = channel.tensors_to_blob([_plain(o) for o in outs])
+        del xs, out, outs
+        return info, blob
+
+
+def serve(conn, role: str, setup: dict, scratch: Path) -> None:
+    """The worker's request loop: one JSON request, one reply, until 'exit' or EOF."""
+    try:
+        worker = ReferenceRole(setup, scratch) if role == "reference" else CandidateRole(setup, scratch)
+        if role == "candidate":
+            from debugger.sandbox.guard import install_audit_hook
+            install_audit_hook(deny_read=setup.get("deny_read", []),
+                               allow_write=[str(scratch)] + setup.get("allow_write", []))
+            reply = worker.load_candidate()
+        else:
+            reply = {"ok": True}
+    except BaseException as e:  # noqa: BLE001
+        reply = _error(e, "setup")
+        reply.setdefault("status", "runtime_error")
+        channel.send(conn, reply)
+        return
+    channel.send(conn, reply)
+    if not reply.get("ok"):
+        return
+    while True:
+        try:
+            header, blob = channel.recv(conn)
+        except EOFError:
+            return
+        op = header.get("op")
+        try:
+            if op == "exit":
+                return
+            if op == "run":
+                reply, out_blob = worker.run(header["spec"])
+            elif op == "compare":
+                reply, out_blob = worker.compare(header, blob)
+            elif op == "sanity":
+                reply, out_blob = worker.sanity(header)
+            else:
+                reply, out_blob = {"ok": False, "error": f"unknown op {op}"}, None
+        except BaseException as e:  # noqa: BLE001
+            reply, out_blob = _error(e, op or "?"), None
+        channel.send(conn, reply, out_blob)

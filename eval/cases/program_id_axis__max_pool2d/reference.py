@@ -1,0 +1,30 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """2-D max pooling."""
+
+    def __init__(self, kernel_size, stride, padding):
+        super().__init__()
+        self.pool = nn.MaxPool2d(kernel_size=kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+batch_size = 2
+channels = 5
+height = 37
+width = 41
+kernel_size = 3
+stride = 2
+padding = 1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, height, width)]
+
+
+def get_init_inputs():
+    return [kernel_size, stride, padding]

@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Softmax over dimension 1."""
+
+    def __init__(self):
+        super().__init__()
+
+
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+batch_size = 32
+dim = 1000
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

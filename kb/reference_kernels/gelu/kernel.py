@@ -1,0 +1,29 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gelu_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    # exact GELU (the default of F.gelu), not the tanh approximation
+    y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n_elements = x.numel()
+        BLOCK_SIZE = 1024
+        grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+        gelu_kernel[grid](x, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)
+        return out

@@ -1,0 +1,25 @@
+import torch
+import torch.nn as nn
+
+BATCH = 45
+FEATURES = 300
+
+
+class Model(nn.Module):
+    """y = relu(x * scale + bias), with per-feature (last dimension) scale and bias."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(features))
+        self.bias = nn.Parameter(torch.randn(features))
+
+    def forward(self, x):
+        return torch.relu(x * self.scale + self.bias)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, FEATURES)]
+
+
+def get_init_inputs():
+    return [FEATURES]
