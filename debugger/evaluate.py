@@ -122,7 +122,7 @@ def evaluate(case: Case, device: str | None = None, *, atol: float | None = None
 def run_evaluation(case: Case, device: str | None = None, *, atol: float | None = None,
                    rtol: float | None = None, timeout: float = 120.0, memory_limit_gb: float = 16.0,
                    checks: list[dict] | None = None, capture: bool = False,
-                   fail_fast: bool = False) -> Evaluation:
+                   fail_fast: bool = False, sandbox=None) -> Evaluation:
     """Run every check in the sandbox; return the report (and captured tensors when asked)."""
     from debugger.settings import default_device
 
@@ -133,7 +133,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
     t_start = time.perf_counter()
     report = EvalReport(status="pass", device=device, atol=atol, rtol=rtol)
     ev = Evaluation(report=report)
-    sandbox = get_sandbox(device, timeout=timeout, memory_limit_gb=memory_limit_gb)
+    sandbox = sandbox or get_sandbox(device, timeout=timeout, memory_limit_gb=memory_limit_gb)
     deny = [str(p) for p in {case.reference_path.parent if case.reference_path else None,
                              case.candidate_path.parent if case.candidate_path else None} if p]
     setup = {"reference_src": case.reference_src, "candidate_src": case.candidate_src,

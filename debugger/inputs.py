@@ -128,6 +128,15 @@ def build_candidate(ref_module, cand_module, spec: dict, device: str) -> torch.n
     return model.to(device).eval()
 
 
+def clone_keeping_layout(x):
+    """A copy with the same strides (Tensor.clone makes non-dense views contiguous)."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    y = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
+    y.copy_(x)
+    return y
+
+
 def as_double(model: torch.nn.Module, inputs: list) -> tuple[torch.nn.Module, list]:
     """A float64 copy of the model and inputs (floating tensors only)."""
     m = copy.deepcopy(model).double()

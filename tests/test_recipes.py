@@ -29,6 +29,11 @@ CASES = {
     "mask_padded_lanes": ("mask_padded_lanes", {}),
     "k_tail_mask": ("k_tail_mask", {"atol": 1e-3, "rtol": 1e-3}),
     "grid_cdiv": ("grid_cdiv", {}),
+    "subtract_rowmax_logsoftmax": ("subtract_rowmax", {"scale": True}),
+    "subtract_rowmax_softmax2d": ("subtract_rowmax", {"scale": True}),
+    "mean_over_n": ("mean_over_n", {}),
+    "variance_biased": ("variance_biased", {}),
+    "eps_inside_sqrt": ("eps_inside_sqrt", {}),
 }
 
 

@@ -41,6 +41,7 @@ class Kind(IntEnum):
 _META_BUILTINS = {"len", "int", "float", "min", "max", "abs", "round", "range", "bool", "str", "tuple",
                   "list", "isinstance", "hasattr", "sum", "divmod", "pow", "enumerate", "zip", "sorted"}
 _META_MODULES = ("math.", "triton.", "builtins.", "operator.index", "numbers.")
+_LAYER_TENSORS = ("weight", "bias", "running_", "in_proj", "out_proj", "scale", "shift")
 _NUMERIC_LITERALS = {"integer", "float", "true", "false", "none", "string", "concatenated_string"}
 _PARAMETER_MAKERS = ("torch.nn.Parameter", "torch.randn", "torch.rand", "torch.empty", "torch.zeros",
                      "torch.ones", "torch.tensor", "torch.full")
@@ -180,8 +181,11 @@ class ValueKinds:
             return self.self_attribute_kind(fn, attr)
         base = self._kind(obj, fn, depth + 1)
         if text(obj).startswith("self.") and base == Kind.PART:
-            return Kind.PART  # self.linear.weight
-        return base if attr in ("T", "mT", "H", "data", "real", "imag", "grad") else Kind.OTHER if base != Kind.META else Kind.META
+            # self.linear.weight is a tensor; self.linear.out_features a number
+            return Kind.PART if any(t in attr for t in _LAYER_TENSORS) else Kind.META
+        if attr in ("T", "mT", "H", "data", "real", "imag", "grad"):
+            return base
+        return Kind.META if base == Kind.META else Kind.OTHER
 
     def _call_kind(self, node: Node, fn: Function, depth: int) -> Kind:
         callee = node.child_by_field_name("function")

@@ -19,10 +19,10 @@ from debugger.knowledge.index import KERNEL, PATTERN, KnowledgeIndex
 from debugger.knowledge.loader import load_all, load_pattern, load_reference_kernel, lint
 from debugger.knowledge.retrieve import Hit
 from debugger.knowledge.schema import KnowledgeError, Pattern, ReferenceKernel, Template
-from debugger.knowledge.templates import TemplatePatch, TemplateRecipe, apply_template, extract_template
+from debugger.knowledge.templates import TemplateRecipe, apply_template, extract_template
 
 __all__ = ["KnowledgeBase", "Hit", "KnowledgeError", "Pattern", "ReferenceKernel", "Template",
-           "TemplatePatch", "TemplateRecipe", "apply_template", "extract_template", "lint"]
+           "TemplateRecipe", "apply_template", "extract_template", "lint"]
 
 
 class KnowledgeBase:

@@ -31,19 +31,31 @@ def model():
         return _model
 
 
+def _encode(texts: list[str]) -> list[np.ndarray]:
+    vectors = model().encode(texts, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+    return [np.asarray(v, dtype=np.float32) for v in vectors]
+
+
 @register_embedding_function
 class PackagedMiniLM(EmbeddingFunction[Documents]):
-    """Normalised all-MiniLM-L6-v2 embeddings; counts the documents it embeds (`embedded`)."""
+    """Normalised all-MiniLM-L6-v2 embeddings.
+
+    Counts what it embeds: `embedded` (documents stored in the index) and `queries`.
+    """
 
     def __init__(self) -> None:
         self.embedded = 0
+        self.queries = 0
 
     def __call__(self, input: Documents) -> Embeddings:
         docs = list(input)
         self.embedded += len(docs)
-        vectors = model().encode(docs, convert_to_numpy=True, normalize_embeddings=True,
-                                 show_progress_bar=False)
-        return [np.asarray(v, dtype=np.float32) for v in vectors]
+        return _encode(docs)
+
+    def embed_query(self, input: Documents) -> Embeddings:
+        docs = list(input)
+        self.queries += len(docs)
+        return _encode(docs)
 
     @staticmethod
     def name() -> str:

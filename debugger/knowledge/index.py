@@ -50,6 +50,13 @@ def kernel_documents(k: ReferenceKernel) -> tuple[str, str]:
     return text, code_digest(k.kernel_src)
 
 
+def kernel_title(k: ReferenceKernel) -> str:
+    """`operator: the description's first sentence` (at most about 100 characters)."""
+    first = k.description.split(". ")[0].strip().rstrip(".")
+    title = f"{k.operator}: {first}"
+    return title if len(title) <= 100 else title[:97] + "..."
+
+
 def chroma_id(kind: str, item_id: str) -> str:
     return f"{kind}:{item_id}"
 
@@ -152,7 +159,7 @@ class KnowledgeIndex:
         hash_ = f"{INDEX_VERSION}:{k.content_hash}"
         return {"kind": KERNEL, "id": k.name, "path": str(k.path), "content_hash": hash_,
                 "bug_class": None, "operators": [k.operator], "symptoms": [], "status": None,
-                "occurrences": None, "indexed_at": self._now(), "title": f"{k.operator}: {k.description}",
+                "occurrences": None, "indexed_at": self._now(), "title": kernel_title(k),
                 "fix_recipe": None, "category": k.category, "apis": sorted(pysource.api_calls(k.kernel_src)),
                 "has_template": 0}
 
@@ -183,7 +190,7 @@ class KnowledgeIndex:
 
     def embed(self, texts: list[str]) -> list:
         """Embeddings of arbitrary texts with the index's model (normalised vectors)."""
-        return self.embedder(texts)
+        return self.embedder.embed_query(texts)
 
     def stats(self) -> dict:
         """Counts over the indexed items (see KnowledgeBase.stats)."""

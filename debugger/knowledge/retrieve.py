@@ -5,8 +5,8 @@ signal: text similarity (query words and symptom descriptions against the item's
 code similarity (the candidate's kernel functions against the item's, half embedding, half overlap
 of the tl./torch. calls used), bug-class weight (from the diagnosis' hypotheses), symptom overlap
 (Dice coefficient of the tag sets) and operator match. An explicit `bug_class` or `kind` is a filter.
-Signals that do not apply to an item (symptoms, bug class for a reference kernel) are left out of
-its mean rather than counted as zero.
+A reference kernel has no bug class and no symptoms, so a query by symptoms or diagnosis ranks the
+patterns first; search kind="reference_kernel" (or closest_reference_kernel) for models to follow.
 """
 from __future__ import annotations
 
@@ -82,9 +82,9 @@ def search(index: KnowledgeIndex, query: str | None = None, *, symptoms=None, bu
             signals["text"] = text_sim.get(key, 0.0)
         if code:
             signals["code"] = 0.5 * code_sim.get(key, 0.0) + 0.5 * jaccard(code_apis, set(r["apis"]))
-        if r["kind"] == PATTERN and class_weights:
+        if class_weights:
             signals["bug_class"] = class_weights.get(r["bug_class"], 0.0)
-        if r["kind"] == PATTERN and tags:
+        if tags:
             signals["symptoms"] = dice(set(tags), set(r["symptoms"]))
         if operator:
             signals["operator"] = operator_match(operator, r["operators"])

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from debugger.knowledge import pysource
 from debugger.knowledge.schema import Pattern, Template, TemplateHunk, TemplateName
+from debugger.recipes.base import Patch, order_by_hints
+from debugger.recipes.syntax import Source as RecipeSource
 
 SYMBOL_RE = re.compile(r"\$([A-Z]+|_|[0-9]+)")  # $A placeholders, $_ wildcard, $1 holes
 NAME_RE = re.compile(r"\$([A-Z]+)")
@@ -615,30 +617,27 @@ def apply_template(template: Template | dict, src: str) -> list[str]:
     return [m.new_src for m in apply_template_sites(template, src)]
 
 
-@dataclass
-class TemplatePatch:
-    """A proposed edit, shaped like a recipe's Patch so the kb backend can treat both alike."""
-
-    recipe: str
-    description: str
-    new_src: str
-    sites: list[int]
-    bug_class: str
-
-
 class TemplateRecipe:
-    """A learned pattern used as a fix recipe: propose() re-applies its template (no model, no tokens)."""
+    """A learned pattern as a fix recipe (recipes.RecipeLike): propose() re-applies its template.
+
+    The patches are recipes' own Patch records, ordered by the diagnosis' hints (kernel, line) the
+    same way the hand-written recipes order theirs; no model and no tokens are involved.
+    """
 
     def __init__(self, pattern: Pattern):
         if pattern.template is None:
             raise ValueError(f"pattern {pattern.id} has no template")
         self.pattern = pattern
         self.id = f"learned:{pattern.id}"
-        self.bug_class = pattern.bug_class
+        self.bug_classes = (pattern.bug_class,)
+        self.symptoms = tuple(pattern.symptoms)
+        self.description = f"{pattern.title} (learned, seen {pattern.occurrences}x)"
 
-    def propose(self, src: str, hints=None) -> list[TemplatePatch]:
-        """Candidate patches for `src` (hints are accepted for the recipe protocol and not needed)."""
-        description = f"{self.pattern.title} (learned, seen {self.pattern.occurrences}x)"
-        return [TemplatePatch(recipe=self.id, description=description, new_src=m.new_src, sites=m.sites,
-                              bug_class=self.pattern.bug_class)
-                for m in apply_template_sites(self.pattern.template, src)]
+    def propose(self, src: str, hints: dict | None = None) -> list[Patch]:
+        """Candidate patches for `src`, best first ([] when the template does not apply)."""
+        patches = [Patch(self.id, self.description, m.new_src, m.sites, self.pattern.bug_class)
+                   for m in apply_template_sites(self.pattern.template, src)]
+        return order_by_hints(RecipeSource(src), patches, hints or {}) if hints else patches
+
+    def __repr__(self) -> str:
+        return f"<learned recipe {self.pattern.id}>"

@@ -11,7 +11,12 @@ from debugger.recipes.base import Patch, Recipe, RecipeLike
 from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
 from debugger.recipes.grid import BlockCoversRow, GridCdiv, SwapProgramIdAxis
 from debugger.recipes.masks import AddMask, FixMaskBound, KTailMask
+from debugger.recipes.activations import ActivationConstant, StableActivation
+from debugger.recipes.pointers import AdvancePointers, ContiguousInputs, SwapStrides
+from debugger.recipes.precision import Int64Offsets, OutputDtype, WidenAccumulator
 from debugger.recipes.reductions import EpsInsideSqrt, MeanOverN, SubtractRowmax, VarianceBiased
+from debugger.recipes.scan import ScanInclusive
+from debugger.recipes.writes import AtomicAccumulate
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +24,9 @@ _ALL: list[Recipe] = [
     AddMask(), FixMaskBound(), OtherIdentity(), MaskPaddedLanes(), KTailMask(),
     GridCdiv(), SwapProgramIdAxis(), BlockCoversRow(),
     SubtractRowmax(), MeanOverN(), VarianceBiased(), EpsInsideSqrt(),
+    WidenAccumulator(), OutputDtype(), Int64Offsets(),
+    AdvancePointers(), SwapStrides(), ContiguousInputs(),
+    AtomicAccumulate(), ScanInclusive(), ActivationConstant(), StableActivation(),
 ]
 
 RECIPES: dict[str, Recipe] = {r.id: r for r in _ALL}

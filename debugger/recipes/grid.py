@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import combinations
 
 from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.indexing import is_pointer
 from debugger.recipes.syntax import (ARANGE, LOOP, PID, Deps, Kernel, Launch, Node, Source, call_args,
                                      enclosing, flatten, identifiers, inside, number, text, unparen, walk)
 
@@ -125,7 +126,7 @@ def _axes_consistent(s: Source, k: Kernel, launch: Launch) -> bool | None:
     dims = launch.grid_dims()
     pids = _pid_vars(k)
     bind = launch.bind(k)
-    tensors = {text(v) for p, v in bind.items() if k.param(p) and k.param(p).pointer_like}
+    tensors = {text(v) for p, v in bind.items() if is_pointer(k, p)}
     kernel_ev: dict[int, set[str]] = {}
     for axis, names in pids.items():
         if not axis.isdigit():

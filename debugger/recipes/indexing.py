@@ -84,8 +84,10 @@ def index_parts(k: Kernel, ptr: Node, depth: int = 0) -> list[Node]:
                 out.append(t)
             continue
         pv = _pointer_var(k, t) if depth < 3 else None
-        if pv is not None and any(k.param(n) and k.param(n).pointer_like for n in k.deps.of(t)):
-            out.extend(index_parts(k, pv, depth + 1))
+        sub = index_parts(k, pv, depth + 1) if pv is not None else []
+        if pv is not None and (any(k.param(n) and k.param(n).pointer_like for n in k.deps.of(t))
+                               or any(suffix_of(p)[0] for p in sub)):
+            out.extend(sub)
         elif is_index(k, t) or _block_offset(k, t):
             out.append(t)
     return out
@@ -289,3 +291,39 @@ def fill_kind(node: Node | None) -> str | None:
     if v >= 1e30:
         return "min"
     return {0.0: "sum", 1.0: "prod"}.get(v)
+
+
+def pointer_bases(k: Kernel, ptr: Node, depth: int = 0) -> set[str]:
+    """Kernel parameters a pointer expression is based on (its unmultiplied parameter terms)."""
+    out = set()
+    for t in terms(ptr):
+        t = unparen(t)
+        if t.type != "identifier":
+            continue
+        name = text(t)
+        if k.param(name):
+            out.add(name)
+        elif depth < 3:
+            for _, rhs in k.deps.defs.get(name, []):
+                out |= pointer_bases(k, rhs, depth + 1)
+                for c in k.src.calls(rhs, "tl.make_block_ptr", "tl.make_tensor_descriptor"):
+                    base = call_arg(c, 0, "base")
+                    if base is not None:
+                        out |= pointer_bases(k, base, depth + 1)
+    return out
+
+
+def pointer_params(k: Kernel) -> set[str]:
+    """Parameters used as the base of a tl.load / tl.store / atomic pointer."""
+    out = set()
+    for c in k.calls("tl.load", "tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min",
+                     "tl.atomic_xchg", "tl.atomic_cas"):
+        ptr = call_arg(c, 0, "pointer")
+        if ptr is not None:
+            out |= pointer_bases(k, ptr)
+    return out
+
+
+def is_pointer(k: Kernel, name: str) -> bool:
+    p = k.param(name)
+    return p is not None and (p.pointer_like or name in pointer_params(k))

@@ -184,7 +184,7 @@ class CandidateRole:
         model = self.models[key]
         if spec.get("call", 1) == 1 or self.pristine is None:
             self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
-        xs = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.pristine]
+        xs = [inputs.clone_keeping_layout(x) for x in self.pristine]
         mode = PoisonAndRecord(float(spec.get("poison", "nan")))
         self.recorder.launches = []
         self.recorder.active = True

@@ -91,13 +91,15 @@ def _branches(node: Node) -> list[Node]:
     return [p for p in parts if p is not None]
 
 
-def _shortcut(ctx: Context, fn: Function, branch: Node) -> str | None:
+def _shortcut(ctx: Context, fn: Function, branch: Node, returned: bool) -> str | None:
     """Why a branch computes differently: PyTorch compute, returning the input, or returning a constant."""
     computing = _rejected_compute_in(ctx, branch, finishing_ok=True)
     if computing:
         return f"computes {computing[0].op} with PyTorch"
     if _calls_reference_model(ctx, branch):
         return "calls the reference model"
+    if branch.type != "block" and not returned:
+        return None  # a conditional expression that is not returned: only its compute counts
     returns = [branch] if branch.type != "block" else [
         strip_parens(r.named_children[0]) for r in walk(branch)
         if r.type == "return_statement" and r.named_children]
@@ -120,8 +122,9 @@ def shape_special_case(ctx: Context) -> list[Finding]:
         condition = node.child_by_field_name("condition") if node.type == "if_statement" else node.named_children[1]
         if condition is None or not _input_dependent(ctx, fn, condition):
             continue
+        returned = node.parent is not None and node.parent.type == "return_statement"
         for branch in _branches(node):
-            reason = _shortcut(ctx, fn, branch)
+            reason = _shortcut(ctx, fn, branch, returned)
             if reason:
                 found.append(Finding("shape_special_case", REJECT,
                                      f"branch on `{ctx.source(condition)}` {reason}", line(branch)))

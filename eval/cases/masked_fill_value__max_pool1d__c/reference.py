@@ -13,8 +13,8 @@ class Model(nn.Module):
         return self.pool(x)
 
 
-batch_size = 16
-channels = 24
+batch_size = 4
+channels = 10
 length = 203
 kernel_size = 4
 stride = 2

@@ -1,0 +1,309 @@
+"""Pointer and layout recipes: advance loop pointers, swap stride arguments, make inputs contiguous."""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from itertools import combinations
+
+from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.indexing import (Loop, index_parts, is_pointer, loops, name_class, suffix_class,
+                                       suffix_of, terms)
+from debugger.recipes.masks import pointer
+from debugger.recipes.precision import launch_hosts, tensor_params
+from debugger.recipes.syntax import (ARANGE, Deps, Kernel, Node, Source, body_insert_point, call_arg, call_args,
+                                     identifiers, inside, line, number, params, statement_of, text, unparen,
+                                     walk)
+
+
+def arange_size(k: Kernel, name: str) -> str | None:
+    """B for a name defined as `... tl.arange(0, B) ...` (first definition)."""
+    for _, rhs in k.deps.defs.get(name, []):
+        for c in k.src.calls(rhs, "tl.arange"):
+            pos, _ = call_args(c)
+            if len(pos) == 2:
+                return text(pos[1])
+    return None
+
+
+def loop_block(loop: Loop) -> str | None:
+    """The block size a loop walks by: its step, or the divisor in `range(tl.cdiv(K, BK))`."""
+    if loop.step is not None:
+        return text(loop.step)
+    stop = unparen(loop.stop)
+    if stop.type == "call":
+        pos, _ = call_args(stop)
+        return text(pos[1]) if len(pos) == 2 else None
+    if stop.type == "binary_operator" and text(stop.child_by_field_name("operator")) == "//":
+        return text(stop.child_by_field_name("right"))
+    return None
+
+
+def advance_steps(k: Kernel, rhs: Node, loop: Loop) -> list[str]:
+    """Per-iteration increments for a pointer defined by `rhs`: block size x stride of each index
+    part, those whose block matches the loop's first."""
+    block = loop_block(loop)
+    ranked = []
+    for t in terms(rhs):
+        factors = terms(t, "*")
+        idx = [f for f in factors if ARANGE in k.deps.of(f)]
+        if len(idx) != 1:
+            continue
+        base = text(suffix_of(idx[0])[1])
+        size = arange_size(k, base) if unparen(suffix_of(idx[0])[1]).type == "identifier" else None
+        if size is None:
+            continue
+        rest = [text(f) for f in factors if f is not idx[0] and f.start_byte != idx[0].start_byte]
+        step = " * ".join([size] + rest)
+        ranked.append((0 if size == block else 1, step))
+    return [s for _, s in sorted(ranked, key=lambda r: r[0])]
+
+
+def loop_varying(k: Kernel, loop: Loop) -> set[str]:
+    """The loop variable and the names the loop updates from themselves (`p += step`, `p = p + s`);
+    a pointer whose dependencies include none of these is the same on every iteration."""
+    names = {loop.var}
+    for n in walk(loop.body):
+        if n.type in ("assignment", "augmented_assignment"):
+            left = n.child_by_field_name("left")
+            if left is None or left.type != "identifier":
+                continue
+            if n.type == "augmented_assignment" or text(left) in identifiers(n.child_by_field_name("right")):
+                names.add(text(left))
+    return names
+
+
+def append_to_loop(s: Source, loop: Loop, code: str) -> Edit:
+    stmts = [c for c in loop.body.named_children if c.type != "comment"]
+    last = stmts[-1]
+    end = s.data.find(b"\n", last.end_byte)
+    end = len(s.data) if end < 0 else end
+    return Edit.insert(end, f"\n{s.indent_of(stmts[0])}{code}")
+
+
+class AdvancePointers(Recipe):
+    id = "advance_pointers"
+    bug_classes = ("pointer_advance",)
+    symptoms = ("loop_pointer_not_advanced", "large_error", "all_wrong", "periodic_errors",
+                "intermediate_wrong")
+    description = "Loop pointers/offsets not advanced by the loop step (K loops, block loops)."
+
+    def _propose(self, s: Source, hints: dict):
+        for k in s.kernels:
+            for loop in loops(k):
+                changed = loop_varying(k, loop)
+                stale, edits_by = [], []
+                for c in k.calls("tl.load", "tl.store"):
+                    if not inside(c, loop.body):
+                        continue
+                    ptr = pointer(c)
+                    if k.deps.closure(identifiers(ptr)) & changed:
+                        continue
+                    stale.append(c)
+                if stale:
+                    yield from self._fix_stale(s, k, loop, stale)
+                yield from self._fix_amount(s, k, loop)
+
+    def _fix_stale(self, s: Source, k: Kernel, loop: Loop, stale: list[Node]):
+        per_call: list[list[Edit]] = []
+        seen_vars = set()
+        for c in stale:
+            ptr = unparen(pointer(c))
+            options: list[list[Edit]] = []
+            if ptr.type == "identifier" and k.deps.defs.get(text(ptr)):
+                if text(ptr) in seen_vars:
+                    continue
+                seen_vars.add(text(ptr))
+                rhs = k.deps.defs[text(ptr)][0][1]
+                for step in advance_steps(k, rhs, loop)[:2]:
+                    options.append([append_to_loop(s, loop, f"{text(ptr)} += {step}")])
+            else:
+                options += self._shift_inline(s, k, loop, c, ptr)
+            if options:
+                per_call.append(options)
+        if not per_call:
+            return
+        yield self.patch(s, [e for opts in per_call for e in opts[0]],
+                         f"advance the pointers of the loop at line {line(loop.node)}")
+        for opts in per_call:
+            for o in opts:
+                yield self.patch(s, o, f"advance one pointer of the loop at line {line(loop.node)}")
+
+    def _shift_inline(self, s: Source, k: Kernel, loop: Loop, call: Node, ptr: Node) -> list[list[Edit]]:
+        """Add the loop offset to the index part that walks with the loop (its arange matches the
+        loop's block), inside the loop if the offsets are computed there, else in the pointer."""
+        block = loop_block(loop)
+        shift = loop.var if loop.step is not None else f"{loop.var} * {block}"
+        out = []
+        for part in index_parts(k, ptr):
+            base = unparen(suffix_of(part)[1])
+            if base.type != "identifier":
+                continue
+            size = arange_size(k, text(base))
+            if size is None or (block is not None and size != block):
+                continue
+            defs = k.deps.defs.get(text(base), [])
+            in_loop = [(st, rhs) for st, rhs in defs if inside(st, loop.body)]
+            if in_loop:
+                st, rhs = in_loop[0]
+                out.append([Edit.replace(rhs, f"{shift} + {text(rhs)}")])
+            else:
+                edits = [Edit.replace(base, f"({shift} + {text(base)})")]
+                mask = call_arg(call, 1 if s.call_name(call) == "tl.load" else 2, "mask")
+                if mask is not None:
+                    for n in walk(mask):
+                        if n.type == "identifier" and text(n) == text(base):
+                            edits.append(Edit.replace(n, f"({shift} + {text(base)})"))
+                out.append(edits)
+        return out
+
+    def _fix_amount(self, s: Source, k: Kernel, loop: Loop):
+        """`p += BLOCK` where the pointer's index part has a stride: advance by BLOCK * stride."""
+        for n in walk(loop.body):
+            if n.type != "augmented_assignment" or text(n.child_by_field_name("operator")) != "+=":
+                continue
+            var = text(n.child_by_field_name("left"))
+            defs = [rhs for st, rhs in k.deps.defs.get(var, []) if st.type == "assignment"]
+            if not defs:
+                continue
+            steps = advance_steps(k, defs[0], loop)
+            cur = text(n.child_by_field_name("right")).replace(" ", "")
+            if not steps or cur in {x.replace(" ", "") for x in steps}:
+                continue
+            if not any(p.stride_like and p.name in steps[0] for p in k.params) or \
+                    any(p.stride_like and p.name in cur for p in k.params):
+                continue
+            for step in steps[:2]:
+                yield self.patch(s, [Edit.replace(n.child_by_field_name("right"), step)],
+                                 f"advance {var} by {step} at line {line(n)}")
+
+
+# -------------------------------------------------------------------------------------------------
+STRIDE_CALL = re.compile(r"^(?P<t>[\w.]+)\.stride\((?P<d>-?\d+)\)$")
+
+
+def stride_args(launch, k: Kernel) -> dict[str, list[tuple[str, int, Node]]]:
+    """Tensor text -> [(kernel param, dim, arg node)] for `T.stride(d)` launch arguments."""
+    out = defaultdict(list)
+    for pname, arg in launch.bind(k).items():
+        m = STRIDE_CALL.match(text(arg).replace(" ", ""))
+        if m:
+            out[m.group("t")].append((pname, int(m.group("d")), arg))
+    return out
+
+
+def stride_role(k: Kernel, pname: str) -> str | None:
+    """'row'/'col': the tile axis a stride parameter multiplies in the kernel's pointer math."""
+    for n in walk(k.body):
+        if n.type != "binary_operator" or text(n.child_by_field_name("operator")) != "*":
+            continue
+        factors = terms(n, "*")
+        if not any(unparen(f).type == "identifier" and text(unparen(f)) == pname for f in factors):
+            continue
+        for f in factors:
+            suf, base = suffix_of(f)
+            cls = suffix_class(suf) or (name_class(text(base)) if base.type == "identifier" else None)
+            if cls:
+                return cls
+    return None
+
+
+class SwapStrides(Recipe):
+    id = "swap_strides"
+    bug_classes = ("stride_layout",)
+    symptoms = ("transposed", "fails_noncontiguous", "hardcoded_stride", "all_wrong", "periodic_errors")
+    description = "Stride arguments passed in the wrong order (stride(0)/stride(1) swapped), or a shape passed as a stride."
+
+    def _propose(self, s: Source, hints: dict):
+        forced = hints.get("recipe") == self.id or "transposed" in hints.get("symptoms", ())
+        for k in s.kernels:
+            for launch in k.launches():
+                by_tensor = stride_args(launch, k)
+                all_edits = []
+                for t, args in by_tensor.items():
+                    if len(args) < 2:
+                        continue
+                    top = max(d for _, d, _ in args)
+                    for (p1, d1, a1), (p2, d2, a2) in combinations(args, 2):
+                        if not forced and not self._mismatch(k, top, (p1, d1), (p2, d2)):
+                            continue
+                        edits = [Edit.replace(a1, text(a2)), Edit.replace(a2, text(a1))]
+                        all_edits += edits
+                        yield self.patch(s, edits, f"swap the strides {text(a1)} and {text(a2)} "
+                                                   f"passed to {k.name}")
+                if len(all_edits) > 2:
+                    yield self.patch(s, all_edits, f"swap every mismatched stride pair for {k.name}")
+                yield from self._shape_as_stride(s, k, launch)
+
+    @staticmethod
+    def _mismatch(k: Kernel, top: int, a, b) -> bool:
+        """The kernel uses the stride of dim d for the tile axis of another dim (2-D view: the last
+        two dims are row and column)."""
+        def want(pname):
+            role = stride_role(k, pname)
+            return {"row": top - 1, "col": top}.get(role) if role else None
+        (p1, d1), (p2, d2) = a, b
+        w1, w2 = want(p1), want(p2)
+        return (w1 is not None and w1 != d1 and w1 == d2) or (w2 is not None and w2 != d2 and w2 == d1)
+
+    def _shape_as_stride(self, s: Source, k: Kernel, launch):
+        """A stride parameter fed a shape or constant: pass the tensor's own stride."""
+        bind = launch.bind(k)
+        tensors = [(p, text(a)) for p, a in bind.items() if is_pointer(k, p)
+                   and unparen(a).type in ("identifier", "attribute")]
+        for p in k.params:
+            arg = bind.get(p.name)
+            if not p.stride_like or arg is None or ".stride(" in text(arg):
+                continue
+            role = stride_role(k, p.name)
+            dims = {"row": ["0"], "col": ["1", "-1"]}.get(role, ["0", "1"])
+            owners = [t for ptr, t in tensors if set(re.split(r"_", ptr)) & set(re.split(r"_", p.name))
+                      - {"ptr", "stride"}] or [t for _, t in tensors[:1]]
+            for t in owners[:1]:
+                for d in dims[:1]:
+                    yield self.patch(s, [Edit.replace(arg, f"{t}.stride({d})")],
+                                     f"pass {t}.stride({d}) for {p.name}")
+
+
+# -------------------------------------------------------------------------------------------------
+LAYOUT_CHANGE = re.compile(r"\.(t|transpose|permute|mT|T|expand|narrow|as_strided|unfold|swapaxes)\b")
+
+
+class ContiguousInputs(Recipe):
+    id = "contiguous_inputs"
+    bug_classes = ("stride_layout",)
+    symptoms = ("fails_noncontiguous", "hardcoded_stride", "transposed", "all_wrong")
+    description = "Kernels assume contiguous tensors: call .contiguous() on inputs before the launch."
+
+    def _propose(self, s: Source, hints: dict):
+        edits = []
+        for host in launch_hosts(s):
+            names = [n for n in tensor_params(s, host) if not self._already(s, host, n)]
+            if names:
+                at, indent = body_insert_point(host)
+                code = "".join(f"{indent}{n} = {n}.contiguous()\n" for n in names)
+                edits.append(Edit.insert(at, code))
+        for launch in s.launches:
+            k = s.kernel(launch.kernel)
+            for pname, arg in launch.bind(k).items():
+                if is_pointer(k, pname) and self._relaid(s, launch, arg) and \
+                        not text(arg).rstrip().endswith(".contiguous()"):
+                    edits.append(Edit.replace(arg, f"({text(arg)}).contiguous()"
+                                              if unparen(arg).type not in ("call", "attribute", "identifier")
+                                              else f"{text(arg)}.contiguous()"))
+        yield self.patch(s, edits, "make kernel inputs contiguous before the launch")
+
+    @staticmethod
+    def _relaid(s: Source, launch, arg: Node) -> bool:
+        """The argument is (or names a host variable set to) a transpose/permute/expand... view."""
+        if LAYOUT_CHANGE.search(text(arg)):
+            return True
+        if unparen(arg).type == "identifier" and launch.host is not None:
+            defs = Deps(s, launch.host).defs.get(text(unparen(arg)), [])
+            return any(LAYOUT_CHANGE.search(text(rhs)) and not text(rhs).rstrip().endswith(".contiguous()")
+                       for st, rhs in defs if st.start_byte < launch.call.start_byte)
+        return False
+
+    @staticmethod
+    def _already(s: Source, host: Node, name: str) -> bool:
+        return any(n.type == "call" and text(n).replace(" ", "").startswith(f"{name}.contiguous(")
+                   for n in walk(host))

@@ -1,0 +1,79 @@
+"""Scan recipe: inclusive vs exclusive cumulative ops, direction, and the carry between the blocks
+of a row that a kernel scans in a loop."""
+from __future__ import annotations
+
+from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.indexing import assigned_var, loop_of
+from debugger.recipes.reductions import fresh_name, insert_before
+from debugger.recipes.syntax import Kernel, Node, Source, call_arg, call_args, line, statement_of, text, unparen
+
+SCANS = ("tl.cumsum", "tl.cumprod")
+
+
+def _after(s: Source, stmt: Node, code: str) -> Edit:
+    end = s.data.find(b"\n", stmt.end_byte)
+    end = len(s.data) if end < 0 else end
+    return Edit.insert(end, f"\n{s.indent_of(stmt)}{code}")
+
+
+class ScanInclusive(Recipe):
+    id = "scan_inclusive"
+    bug_classes = ("scan_semantics",)
+    symptoms = ("shifted_by_one", "whole_rows_wrong", "tail_block_wrong", "offset_error", "large_error")
+    description = "Scan semantics: inclusive <-> exclusive, direction, and the carry between blocks."
+
+    def _propose(self, s: Source, hints: dict):
+        for k in s.kernels:
+            for c in k.calls(*SCANS):
+                x = call_arg(c, 0, "input")
+                if x is None:
+                    continue
+                yield from self._inclusive(s, c, x)
+                yield from self._carry(s, k, c, x)
+                yield from self._direction(s, c)
+
+    def _inclusive(self, s: Source, c: Node, x: Node):
+        name = s.call_name(c)
+        undo = {"tl.cumsum": "-", "tl.cumprod": "/"}[name]
+        p = c.parent
+        while p is not None and p.type == "parenthesized_expression":
+            p = p.parent
+        if p is not None and p.type == "binary_operator" and text(p.child_by_field_name("operator")) == undo \
+                and unparen(p.child_by_field_name("left")).start_byte == c.start_byte \
+                and text(unparen(p.child_by_field_name("right"))) == text(unparen(x)):
+            yield self.patch(s, [Edit.replace(p, text(c))], f"inclusive scan at line {line(c)}")
+        elif name == "tl.cumsum":
+            yield self.patch(s, [Edit.replace(c, f"({text(c)} - {text(x)})")],
+                             f"exclusive scan at line {line(c)}")
+
+    def _carry(self, s: Source, k: Kernel, c: Node, x: Node):
+        """A loop over blocks of the scanned row must add the running total of earlier blocks."""
+        loop = loop_of(k, c)
+        if loop is None or s.call_name(c) != "tl.cumsum":
+            return
+        res = assigned_var(c)
+        if res is None:
+            return
+        stmt = statement_of(c)
+        carried = [n for n, defs in k.deps.defs.items()
+                   if any(st.type == "augmented_assignment" and loop.body.start_byte <= st.start_byte
+                          < loop.body.end_byte for st, _ in defs)]
+        if any(n in k.deps.closure({res}) or res in k.deps.closure({n}) for n in carried):
+            return
+        axis = call_arg(c, 1, "axis")
+        axis_t = text(axis) if axis is not None else "0"
+        carry = fresh_name(k, "carry")
+        edits = [insert_before(s, loop.node, f"{carry} = {s.tl}.full([], 0, {s.tl}.float32)"),
+                 _after(s, stmt, f"{res} = {res} + {carry}"),
+                 _after(s, stmt, f"{carry} += {s.tl}.sum({text(x)}, axis={axis_t})")]
+        yield self.patch(s, edits, f"carry the running total between blocks of the scan at line {line(c)}")
+
+    def _direction(self, s: Source, c: Node):
+        pos, kw = call_args(c)
+        rev = kw.get("reverse") or (pos[2] if len(pos) > 2 else None)
+        if rev is None:
+            yield self.patch(s, [Edit.insert(c.child_by_field_name("arguments").end_byte - 1,
+                                             ", reverse=True")], f"reverse scan at line {line(c)}")
+        else:
+            flipped = "False" if text(rev) == "True" else "True"
+            yield self.patch(s, [Edit.replace(rev, flipped)], f"scan direction reverse={flipped}")

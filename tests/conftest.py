@@ -1,0 +1,29 @@
+"""Shared test setup: an isolated data folder, offline model loading, small helpers."""
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_DATA = tempfile.mkdtemp(prefix="kdebug-test-data-")
+os.environ.setdefault("KDEBUG_DATA_DIR", _DATA)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+@pytest.fixture
+def repo() -> Path:
+    return REPO
+
+
+def write_case(folder: Path, reference: str, candidate: str) -> Path:
+    """Write a case folder (reference.py + candidate.py) and return it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "reference.py").write_text(reference)
+    (folder / "candidate.py").write_text(candidate)
+    return folder

@@ -1,0 +1,194 @@
+"""Full-coverage evaluation on real kernels: what passes, what fails and why, and bad input."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from debugger.case import case_from_sources, load_case
+from debugger.errors import InvalidInput
+from debugger.evaluate import evaluate, quick_checks, standard_checks
+
+from tests.test_sandbox import HONEST, REFERENCE, candidate_doing
+
+REPO = Path(__file__).resolve().parents[1]
+
+LINEAR_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(n))
+
+    def forward(self, x):
+        return x * self.scale
+
+
+n = 777
+
+
+def get_inputs():
+    return [torch.randn(3, n)]
+
+
+def get_init_inputs():
+    return [n]
+'''
+
+SCALE_KERNEL = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, s_ptr, out_ptr, n_cols, total, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    x = tl.load(x_ptr + offs, mask=mask)
+    s = tl.load(s_ptr + offs % n_cols, mask=mask)
+    tl.store(out_ptr + offs, x * s, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(n))
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        total = x.numel()
+        scale_kernel[(triton.cdiv(total, 512),)](x, SCALE, out, x.shape[-1], total, BLOCK=512)
+        return out
+'''
+
+
+def test_every_standard_check_draws_its_own_inputs():
+    names = [s["name"] for s in standard_checks()]
+    assert len(names) == len(set(names)) >= 10
+    kinds = {s["kind"] for s in standard_checks()}
+    assert kinds == {"seed", "distribution", "layout", "params"}
+
+
+def test_honest_kernel_passes_every_check():
+    report = evaluate(case_from_sources(REFERENCE, HONEST), "cpu")
+    assert report.status == "pass", report.message
+    assert all(c.passed for c in report.checks)
+    assert report.signature is None
+    assert report.to_dict()["checks"][0]["max_abs_err"] < 1e-6
+
+
+def test_missing_tail_mask_shows_as_unwritten_or_wrong_tail():
+    src = HONEST.replace("tl.store(out_ptr + offs, a + b, mask=mask)", "tl.store(out_ptr + offs, a + b, mask=offs < n - 7)")
+    report = evaluate(case_from_sources(REFERENCE, src), "cpu", checks=quick_checks())
+    assert report.status == "mismatch"
+    first = report.failed_checks[0]
+    assert first.outputs[0].first_wrong == [993]
+    assert first.outputs[0].n_wrong == 7
+    assert report.signature.key().startswith("mismatch:nan:seed0:0:993")
+
+
+def test_output_cached_by_shape_fails_the_second_input_set():
+    src = candidate_doing(
+        "key = tuple(a.shape)\nif key in CACHE:\n    return CACHE[key]",
+        imports="CACHE = {}").replace("        return out\n", "        CACHE[tuple(a.shape)] = out\n        return out\n")
+    report = evaluate(case_from_sources(REFERENCE, src), "cpu", checks=standard_checks()[:3])
+    assert report.status == "mismatch"
+    assert report.checks[0].passed is True
+    assert not report.checks[1].passed
+
+
+def test_input_mutation_fails():
+    src = candidate_doing("a.mul_(2.0)\na.div_(2.0)\nb.add_(0.0)\na.add_(1e-3)")
+    report = evaluate(case_from_sources(REFERENCE, src), "cpu", checks=standard_checks()[:1])
+    assert report.status == "mismatch"
+    assert report.checks[0].inputs_mutated
+
+
+def test_ignoring_parameters_fails_when_they_are_redrawn():
+    honest = SCALE_KERNEL.replace("SCALE", "self.scale")
+    assert evaluate(case_from_sources(LINEAR_REF, honest), "cpu").status == "pass"
+    cheat = SCALE_KERNEL.replace("SCALE", "torch.ones_like(self.scale)")
+    report = evaluate(case_from_sources(LINEAR_REF, cheat), "cpu")
+    assert report.status == "mismatch"
+    assert [c.name for c in report.failed_checks] == ["params_redrawn"]
+
+
+def test_noncontiguous_inputs_are_checked():
+    src = HONEST.replace("        a = a.contiguous()\n        b = b.contiguous()\n", "")
+    report = evaluate(case_from_sources(REFERENCE, src), "cpu")
+    assert report.status == "mismatch"
+    assert {c.name for c in report.failed_checks} == {"noncontiguous", "transposed"}
+
+
+def test_wrong_output_shape_and_dtype_are_one_clear_line():
+    shape = HONEST.replace("        return out\n", "        return out[:-1]\n")
+    report = evaluate(case_from_sources(REFERENCE, shape), "cpu", checks=standard_checks()[:1])
+    assert report.status == "mismatch"
+    assert "shape [999], expected [1000]" in report.message
+    dtype = HONEST.replace("        return out\n", "        return out.half()\n")
+    report = evaluate(case_from_sources(REFERENCE, dtype), "cpu", checks=standard_checks()[:1])
+    assert "dtype float16, expected float32" in report.message
+
+
+def test_candidate_syntax_error_is_a_compile_error():
+    report = evaluate(case_from_sources(REFERENCE, HONEST.replace("def forward(self, a, b):", "def forward(self, a, b)")), "cpu")
+    assert report.status == "compile_error"
+    assert "SyntaxError" in report.message
+
+
+def test_candidate_exception_is_a_runtime_error():
+    report = evaluate(case_from_sources(REFERENCE, candidate_doing("raise ValueError('boom')")), "cpu",
+                      checks=standard_checks()[:2])
+    assert report.status == "runtime_error"
+    assert "ValueError: boom" in report.message
+
+
+def test_reference_sanity_flags_a_constant_reference():
+    const_ref = REFERENCE.replace("return a + b", "return torch.zeros_like(a)")
+    report = evaluate(case_from_sources(const_ref, HONEST.replace("a + b", "a * 0.0")), "cpu", checks=standard_checks()[:3])
+    assert any("does not change with the inputs" in w for w in report.reference_warnings)
+    assert any("tolerance band" in w for w in report.reference_warnings)
+
+
+@pytest.mark.parametrize("reference, candidate, message", [
+    ("import torch\n\ndef get_inputs():\n    return []\n", HONEST, "does not define Model"),
+    ("class Model(:\n", HONEST, "syntax error in reference"),
+    (REFERENCE, "import torch\nclass Other: pass\n", "does not define ModelNew"),
+])
+def test_unusable_input_is_rejected(reference, candidate, message):
+    with pytest.raises(InvalidInput, match=message):
+        case_from_sources(reference, candidate)
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "debugger.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=600)
+
+
+def test_cli_eval_json_and_exit_codes(tmp_path):
+    proc = run_cli("eval", "examples/softmax", "--device", "cpu", "--json")
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["status"] == "mismatch"
+    assert {"passed", "max_abs_err"} <= set(data["checks"][0])
+    assert any(not c["passed"] for c in data["checks"])
+    missing = run_cli("eval", str(tmp_path / "nope.py"), "--ref", str(tmp_path / "ref.py"), "--json")
+    assert missing.returncode == 2
+    assert json.loads(missing.stdout)["status"] == "invalid_input"
+    assert "Traceback" not in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_cli_eval_passes_the_fixed_example(tmp_path):
+    (tmp_path / "reference.py").write_text((REPO / "examples/softmax/reference.py").read_text())
+    (tmp_path / "candidate.py").write_text((REPO / "examples/softmax/fixed.py").read_text())
+    proc = run_cli("eval", str(tmp_path), "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "status: pass" in proc.stdout

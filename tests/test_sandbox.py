@@ -1,0 +1,134 @@
+"""Fault containment: whatever a candidate does, the caller survives and the next evaluation works."""
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from debugger.case import case_from_sources, load_case
+from debugger.evaluate import evaluate, run_evaluation
+from debugger.sandbox import Sandbox
+from debugger.sandbox.guard import scrubbed_env
+
+DATA = Path(__file__).parent / "data" / "kernels"
+REFERENCE = (DATA / "add_reference.py").read_text()
+HONEST = (DATA / "add_kernel.py").read_text()
+ONE_CHECK = [{"name": "seed0", "kind": "seed", "seed": 0}]
+
+
+def candidate_doing(code: str, imports: str = "") -> str:
+    """The honest add kernel whose forward first runs `code` (indented into forward)."""
+    body = "\n".join("        " + line for line in code.strip().splitlines())
+    src = HONEST.replace("    def forward(self, a, b):\n", "    def forward(self, a, b):\n" + body + "\n", 1)
+    return imports + "\n" + src
+
+
+def run(candidate: str, timeout: float = 60.0, **kw):
+    return evaluate(case_from_sources(REFERENCE, candidate), "cpu", timeout=timeout, checks=ONE_CHECK, **kw)
+
+
+def still_works():
+    report = run(HONEST)
+    assert report.status == "pass", report.message
+
+
+def test_hung_kernel_times_out_and_worker_is_replaced():
+    report = run(candidate_doing("while True:\n    pass"), timeout=3)
+    assert report.status == "timeout"
+    assert "killed" in report.message
+    still_works()
+
+
+def test_segfault_is_contained():
+    report = run(candidate_doing("ctypes.string_at(0)", imports="import ctypes"))
+    assert report.status == "runtime_error"
+    assert "SIGSEGV" in report.message
+    still_works()
+
+
+def test_huge_allocation_is_refused():
+    report = run(candidate_doing("big = torch.empty(10**12, dtype=torch.float32)"))
+    assert report.status == "runtime_error"
+    still_works()
+
+
+def test_runaway_output_is_cut():
+    report = run(candidate_doing("line = 'x' * 1_000_000\nfor _ in range(200):\n    print(line, flush=True)"))
+    assert report.status == "runtime_error"
+    assert "File too large" in report.message or "Errno 27" in report.message
+    still_works()
+
+
+def test_fork_is_refused():
+    report = run(candidate_doing("os.fork()", imports="import os"))
+    assert report.status == "runtime_error"
+    assert "os.fork is not allowed" in report.message
+    still_works()
+
+
+def test_subprocess_is_refused():
+    report = run(candidate_doing("subprocess.run(['ls'])", imports="import subprocess"))
+    assert report.status == "runtime_error"
+    assert "not allowed" in report.message
+
+
+def test_reading_beside_the_reference_is_refused(tmp_path):
+    folder = tmp_path / "case"
+    folder.mkdir()
+    (folder / "reference.py").write_text(REFERENCE)
+    (folder / "fixed.py").write_text(HONEST)
+    (folder / "candidate.py").write_text(candidate_doing(
+        "src = open(__import__('pathlib').Path(" + repr(str(folder)) + ") / 'fixed.py').read()"))
+    report = evaluate(load_case(folder), "cpu", checks=ONE_CHECK)
+    assert report.status == "runtime_error"
+    assert "reading" in report.message and "not allowed" in report.message
+
+
+def test_writing_outside_scratch_is_refused(tmp_path):
+    target = tmp_path / "escaped.txt"
+    report = run(candidate_doing(f"open({str(target)!r}, 'w').write('x')"))
+    assert report.status == "runtime_error"
+    assert "writing" in report.message
+    assert not target.exists()
+
+
+def test_network_connection_is_blocked():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(3)
+    port = server.getsockname()[1]
+    got = []
+
+    def accept():
+        try:
+            conn, _ = server.accept()
+            got.append(conn)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=accept)
+    t.start()
+    report = run(candidate_doing(
+        f"s = socket.socket()\ns.settimeout(2)\ns.connect(('127.0.0.1', {port}))", imports="import socket"))
+    t.join()
+    server.close()
+    assert report.status == "runtime_error"
+    assert not got, "the candidate reached a socket on the host"
+
+
+def test_environment_is_scrubbed_of_credentials():
+    env = scrubbed_env({"PATH": "/bin", "OPENAI_API_KEY": "sk-x", "MY_TOKEN": "t", "HOME": "/root",
+                        "AWS_SECRET_ACCESS_KEY": "a"})
+    assert env == {"PATH": "/bin", "HOME": "/root"}
+    os.environ["KDEBUG_TEST_SECRET_TOKEN"] = "leak"
+    sandbox = Sandbox("cpu", timeout=60)
+    try:
+        src = candidate_doing("if any('SECRET' in k or 'TOKEN' in k for k in os.environ):\n"
+                              "    raise RuntimeError('credential visible')", imports="import os")
+        ev = run_evaluation(case_from_sources(REFERENCE, src), "cpu", checks=ONE_CHECK, sandbox=sandbox)
+        assert ev.report.status == "pass", ev.report.message
+    finally:
+        sandbox.close()
+        del os.environ["KDEBUG_TEST_SECRET_TOKEN"]
