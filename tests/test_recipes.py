@@ -34,6 +34,21 @@ CASES = {
     "mean_over_n": ("mean_over_n", {}),
     "variance_biased": ("variance_biased", {}),
     "eps_inside_sqrt": ("eps_inside_sqrt", {}),
+    "add_mask_2d": ("add_mask", {}),
+    "widen_accumulator": ("widen_accumulator", {"atol": 1e-3, "rtol": 1e-4}),
+    "output_dtype": ("output_dtype", {"atol": 1e-3, "rtol": 1e-3}),
+    "advance_pointers_matmul": ("advance_pointers", {"atol": 1e-3, "rtol": 1e-3}),
+    "advance_pointers_row_loop": ("advance_pointers", {}),
+    "swap_strides": ("swap_strides", {"noncontig": True}),
+    "contiguous_inputs": ("contiguous_inputs", {"noncontig": True}),
+    "atomic_accumulate": ("atomic_accumulate", {"atol": 1e-4, "rtol": 1e-4}),
+    "scan_inclusive": ("scan_inclusive", {"atol": 1e-4, "rtol": 1e-4}),
+    "scan_carry": ("scan_inclusive", {"atol": 1e-4, "rtol": 1e-4}),
+    "activation_erf": ("activation_constant", {}),
+    "activation_leaky": ("activation_constant", {}),
+    "stable_activation": ("stable_activation", {"scale": True}),
+    "swap_program_id_axis": ("swap_program_id_axis", {}),
+    "block_covers_row": ("block_covers_row", {}),
 }
 
 

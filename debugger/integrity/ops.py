@@ -75,6 +75,7 @@ _GLUE_FUNCTIONS = (
     # metadata, dtypes, autograd switches
     "numel is_tensor is_floating_point is_complex is_nonzero is_grad_enabled is_inference_mode_enabled "
     "result_type promote_types can_cast finfo iinfo get_default_dtype get_device device dtype Size Tensor "
+    "load save is_storage compiled_with_cxx11_abi "
     "no_grad enable_grad inference_mode set_grad_enabled autocast_decrement_nesting is_autocast_enabled "
     "float32 float16 bfloat16 float64 half float double int32 int64 int8 uint8 int16 bool long int"
 )

@@ -26,6 +26,11 @@ class ReferenceProfile:
     mutates_inputs: bool = False
     class_names: frozenset[str] = frozenset({"Model"})
 
+    @property
+    def main_weight(self) -> float | None:
+        """The weight of the main computation (3 matmul/conv ... 0.5 arithmetic); None when unknown."""
+        return max((ops.FAMILY_WEIGHT[f] for f in self.main), default=None)
+
 
 def profile_reference(reference_src: str) -> ReferenceProfile:
     """Read the reference source; an unreadable reference gives an empty profile."""

@@ -420,6 +420,20 @@ class SourceModule:
                     target = "forward" if attr == "apply" else attr
                     if (found := self.method(owner, target)) is not None:
                         yield found
+                elif (self.resolve(node) or "").startswith("torch.ops.") and node.parent.type != "attribute":
+                    yield from self._registered_ops(self.resolve(node))
+
+    def _registered_ops(self, qualified: str) -> Iterator[Function]:
+        """Functions registered as `torch.ops.ns.name` with torch.library.custom_op/triton_op("ns::name")."""
+        parts = qualified.split(".")
+        if len(parts) < 4:
+            return
+        op_name = f"{parts[2]}::{parts[3]}"
+        for fn in self.functions.values():
+            decorated = fn.node.parent
+            if decorated is not None and decorated.type == "decorated_definition" and op_name in text(decorated)[
+                    : fn.node.start_byte - decorated.start_byte]:
+                yield fn
 
     def reachable_kernels(self, functions: list[Function]) -> set[str]:
         """Kernels named in `functions`, plus the @triton.jit helpers those kernels call."""
@@ -474,6 +488,10 @@ class SourceModule:
             rhs = self.self_attributes.get((fn.cls, name))
             if rhs is not None and any(n.type == "identifier" and text(n) in self.kernels for n in walk(rhs)):
                 return None
+        if value.type == "call":  # torch.library.wrap_triton(kernel)[grid](...)
+            positional, _ = call_args(value)
+            named = [text(a) for a in positional if text(a) in self.kernels]
+            return named[0] if named else False
         if value.type == "subscript":  # a table of kernels: KERNELS[key][grid](...)
             inner = strip_parens(value.child_by_field_name("value"))
             for node in walk(self.root):

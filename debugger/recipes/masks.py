@@ -100,7 +100,8 @@ def mask_options(k: Kernel, call: Node) -> list[str]:
             return out
         lhs = " + ".join(text(p) for p in parts)
         per_group.append([f"{lhs} < {b}" for b in bounds[:3]])
-    for combo in list(product(*per_group))[:4]:
+    combos = sorted(product(*per_group), key=lambda c: len(c) - len({x.split(" < ")[-1] for x in c}))
+    for combo in combos[:4]:
         out.append(combo[0] if len(combo) == 1 else " & ".join(f"({c})" for c in combo))
     return list(dict.fromkeys(out))
 

@@ -20,7 +20,7 @@ _EXTENSION_COMPUTE = re.compile(
     r"\bcublas\w*\s*\(|\bcudnn\w*\s*\(")
 
 _OPERAND = {Kind.INPUT: "the forward input", Kind.FULL: "an input-sized tensor",
-            Kind.PART: "a kernel result or parameter", Kind.OTHER: "a value", Kind.META: "metadata"}
+            Kind.PART: "an intermediate tensor", Kind.OTHER: "a value", Kind.META: "metadata"}
 
 
 def judge(site: ComputeSite, reference: ReferenceProfile) -> tuple[str, str] | None:
@@ -35,6 +35,11 @@ def judge(site: ComputeSite, reference: ReferenceProfile) -> tuple[str, str] | N
             return REJECT, "the reference's main computation, applied to the full data"
         if ops.FAMILY_WEIGHT[family] >= 2:
             return REJECT, "a substantial computation over the full data"
+        # Without a matmul or conv in the reference, elementwise work over the full data is a large
+        # share of the operator (softmax's exp, a norm's scaling); arithmetic is, for elementwise operators.
+        main_weight = reference.main_weight
+        if main_weight is not None and main_weight < 3 and (family != "arith" or main_weight <= 1):
+            return REJECT, "a large share of the operator's work, over the full data"
         return WARN, "elementwise PyTorch work on the full data"
     if family in ops.FINISHING:
         return WARN, "light post-processing of kernel results"

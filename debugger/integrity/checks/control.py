@@ -71,14 +71,19 @@ def _input_dependent(ctx: Context, fn: Function, condition: Node) -> bool:
     return False
 
 
-def _bound_from_metadata(fn: Function, name: str, before: Node) -> bool:
+def _bindings(fn: Function, name: str, before: Node) -> list[Node]:
+    """Right-hand sides of the assignments to `name` that come before `before`."""
+    found = []
     for node in walk(fn.body):
         if node.type == "assignment" and node.end_byte <= before.start_byte:
             left = node.child_by_field_name("left")
             if any(n.type == "identifier" and text(n) == name for n in walk(left)):
-                if _METADATA.search(text(node.child_by_field_name("right"))):
-                    return True
-    return False
+                found.append(node.child_by_field_name("right"))
+    return found
+
+
+def _bound_from_metadata(fn: Function, name: str, before: Node) -> bool:
+    return any(_METADATA.search(text(rhs)) for rhs in _bindings(fn, name, before))
 
 
 def _branches(node: Node) -> list[Node]:
@@ -136,10 +141,13 @@ _VALUE_METHODS = {"item", "all", "any", "sum", "mean", "max", "min", "tolist", "
                   "isinf", "isfinite", "abs", "norm", "nonzero", "count_nonzero", "prod"}
 
 
-def _reads_input_values(ctx: Context, fn: Function, condition: Node) -> bool:
-    """The condition looks at the input's data, not just its metadata."""
+def _reads_input_values(ctx: Context, fn: Function, condition: Node, depth: int = 0) -> bool:
+    """The condition looks at the input's data, not just its metadata (also through `s = float(x.sum())`)."""
     for node in walk(condition):
-        if node.type == "call":
+        if node.type == "identifier" and depth < 2 and node.parent is not None and node.parent.type != "attribute":
+            if any(_reads_input_values(ctx, fn, rhs, depth + 1) for rhs in _bindings(fn, text(node), condition)):
+                return True
+        elif node.type == "call":
             callee = node.child_by_field_name("function")
             positional, _ = call_args(node)
             qualified = ctx.resolve(callee)
@@ -177,6 +185,9 @@ def value_dependent_branch(ctx: Context) -> list[Finding]:
     return found
 
 
+_STORING_METHODS = {"append", "setdefault", "update", "insert", "extend", "add", "put"}
+
+
 def _launched_names_before(ctx: Context, fn: Function, position: int) -> set[str]:
     names = set()
     for launch in ctx.launches:
@@ -200,6 +211,21 @@ def _is_result(ctx: Context, fn: Function, value: Node, position: int) -> bool:
     return value.type == "call" and kind.is_tensor and not _is_allocation(ctx, value)
 
 
+def _persistent(fn: Function, container: Node) -> bool:
+    """A container that outlives the call: an attribute of self, or a module-level name."""
+    container = strip_parens(container)
+    while container.type == "subscript":
+        container = container.child_by_field_name("value")
+    if container.type == "attribute":
+        return text(container).startswith("self.")
+    if container.type != "identifier":
+        return False
+    name = text(container)
+    local = any(node.type == "assignment" and text(node.child_by_field_name("left")) == name
+                for node in walk(fn.body))
+    return not local and name not in fn.params
+
+
 def _is_allocation(ctx: Context, value: Node) -> bool:
     callee = value.child_by_field_name("function")
     if ctx.resolve(callee):
@@ -217,16 +243,27 @@ def result_cache(ctx: Context) -> list[Finding]:
         if left is None or right is None or left.type != "subscript":
             continue
         container = left.child_by_field_name("value")
-        if ctx.kinds.kind(container, fn).is_tensor:
-            continue  # writing into a tensor, not a cache
+        if ctx.kinds.kind(container, fn).is_tensor or not _persistent(fn, container):
+            continue  # writing into a tensor or a local collection, not a cache
         if _is_result(ctx, fn, right, node.start_byte):
             key = text(left)[len(text(container)):]
             found.append(Finding("result_cache", REJECT,
                                  f"stores a computed tensor in {text(container)}{key}: later calls can replay it",
                                  line(node)))
-    for fn in ctx.forward_path + [f for f in ctx.candidate.functions.values() if f not in ctx.forward_path]:
+    for fn, node in ctx.forward_nodes("call"):
+        callee = node.child_by_field_name("function")
+        if callee.type != "attribute" or text(callee.child_by_field_name("attribute")) not in _STORING_METHODS:
+            continue
+        container = callee.child_by_field_name("object")
+        positional, keywords = call_args(node)
+        if not ctx.kinds.kind(container, fn).is_tensor and _persistent(fn, container) and any(
+                _is_result(ctx, fn, value, node.start_byte) for value in [*positional, *keywords.values()]):
+            found.append(Finding("result_cache", REJECT,
+                                 f"stores a computed tensor with {ctx.source(node)}: later calls can replay it",
+                                 line(node)))
+    for fn in ctx.forward_path:
         decorated = fn.node.parent
-        if fn not in ctx.forward_path or decorated is None or decorated.type != "decorated_definition":
+        if decorated is None or decorated.type != "decorated_definition":
             continue
         names = [ctx.resolve(d.named_children[0]) or text(d.named_children[0]) for d in decorated.children
                  if d.type == "decorator"]
@@ -244,9 +281,16 @@ def state_across_calls(ctx: Context) -> list[Finding]:
     stored: dict[str, Node] = {}
     for fn, node in ctx.forward_nodes("assignment"):
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        if left is not None and left.type == "attribute" and text(left.child_by_field_name("object")) == "self":
-            if right is not None and _is_result(ctx, fn, right, node.start_byte):
-                stored[text(left)] = node
+        if left is None or right is None:
+            continue
+        pairs = [(left, right)]
+        if left.type in ("pattern_list", "tuple_pattern") and right.type in ("expression_list", "tuple") \
+                and left.named_child_count == right.named_child_count:
+            pairs = list(zip(left.named_children, right.named_children))
+        for target, value in pairs:
+            if target.type == "attribute" and text(target.child_by_field_name("object")) == "self" \
+                    and _is_result(ctx, fn, value, node.start_byte):
+                stored[text(target)] = node
     found = []
     for fn, node in ctx.forward_nodes("return_statement"):
         for ref in walk(node):
@@ -279,6 +323,8 @@ def input_mutation(ctx: Context) -> list[Finding]:
             left = node.child_by_field_name("left")
             if left is not None and left.type == "subscript":
                 target = left.child_by_field_name("value")
+            elif left is not None and left.type == "attribute" and text(left.child_by_field_name("attribute")) == "data":
+                target = left.child_by_field_name("object")
             elif node.type == "augmented_assignment" and left is not None and left.type == "identifier":
                 target = left
         if target is not None and ctx.kinds.kind(target, fn) == Kind.INPUT \

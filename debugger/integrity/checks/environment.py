@@ -283,8 +283,10 @@ def cpu_roundtrip(ctx: Context) -> list[Finding]:
         callee = node.child_by_field_name("function")
         name = ctx.resolve(callee)
         positional, keywords = call_args(node)
-        if name.startswith("numpy.") or name == "torch.from_numpy":
-            found.append(Finding("cpu_roundtrip", REJECT, f"calls {name} in the forward path", line(node)))
+        if name == "torch.from_numpy" or (name.startswith("numpy.") and any(
+                ctx.kinds.kind(a, fn).is_tensor for a in [*positional, *keywords.values()])):
+            found.append(Finding("cpu_roundtrip", REJECT, f"calls {name} on tensor data in the forward path",
+                                 line(node)))
             continue
         if callee.type != "attribute" or name:
             continue

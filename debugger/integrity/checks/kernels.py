@@ -6,7 +6,7 @@ from tree_sitter import Node
 from debugger.integrity import ops
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
-from debugger.integrity.syntax import enclosing, line, strip_parens, text, walk
+from debugger.integrity.syntax import call_args, enclosing, line, strip_parens, text, walk
 from debugger.integrity.values import Kind
 
 
@@ -66,11 +66,29 @@ def returns_input(ctx: Context) -> list[Finding]:
     for value in _forward_returns(ctx):
         items = value.named_children if value.type in ("tuple", "expression_list") else [value]
         for item in items:
-            if ctx.kinds.kind(item, ctx.forward) == Kind.INPUT and not _guarded_by_empty_check(item):
+            if _guarded_by_empty_check(item):
+                continue
+            if ctx.kinds.kind(item, ctx.forward) == Kind.INPUT:
                 found.append(Finding("returns_input", REJECT,
                                      f"forward returns {ctx.source(item)}, which is (a view of) its input",
                                      line(item)))
+            elif _is_copy_of_input(ctx, item):
+                found.append(Finding("returns_input", REJECT,
+                                     f"forward returns {ctx.source(item)}, an untouched copy of its input",
+                                     line(item)))
     return found
+
+
+def _is_copy_of_input(ctx: Context, node: Node) -> bool:
+    """`x.clone()` or `torch.clone(x)` of a forward argument, returned as it is."""
+    if node.type != "call":
+        return False
+    callee = node.child_by_field_name("function")
+    positional, _ = call_args(node)
+    if ctx.resolve(callee) == "torch.clone" and positional:
+        return ctx.kinds.kind(positional[0], ctx.forward) == Kind.INPUT
+    return callee.type == "attribute" and text(callee.child_by_field_name("attribute")) == "clone" \
+        and ctx.kinds.kind(callee.child_by_field_name("object"), ctx.forward) == Kind.INPUT
 
 
 @rule("constant_output", REJECT,

@@ -8,8 +8,8 @@ import triton.language as tl
 def bmv_kernel(
     a_ptr, x_ptr, y_ptr,
     M, K,
-    stride_ab, stride_am, stride_ak,
-    stride_xb, stride_xk,
+    stride_ab, stride_am,
+    stride_xb,
     stride_yb, stride_ym,
     BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
@@ -23,11 +23,11 @@ def bmv_kernel(
         offs_k = k0 + tl.arange(0, BLOCK_K)
         k_mask = offs_k < K
         a = tl.load(
-            a_ptr + pid_b * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak,
+            a_ptr + pid_b * stride_ab + offs_m[:, None] * stride_am + offs_k[None, :],
             mask=m_mask[:, None] & k_mask[None, :],
             other=0.0,
         )
-        v = tl.load(x_ptr + pid_b * stride_xb + offs_k * stride_xk, mask=k_mask, other=0.0)
+        v = tl.load(x_ptr + pid_b * stride_xb + offs_k, mask=k_mask, other=0.0)
         acc += tl.sum(a * v[None, :], axis=1)
 
     tl.store(y_ptr + pid_b * stride_yb + offs_m * stride_ym, acc, mask=m_mask)
@@ -38,6 +38,8 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, A: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        A = A.contiguous()
+        x = x.contiguous()
         B, M, K = A.shape
         y = torch.empty(B, M, device=A.device, dtype=A.dtype)
         BLOCK_M = 32
@@ -46,8 +48,8 @@ class ModelNew(nn.Module):
         bmv_kernel[grid](
             A, x, y,
             M, K,
-            A.stride(0), A.stride(1), A.stride(2),
-            x.stride(0), x.stride(1),
+            A.stride(0), A.stride(1),
+            x.stride(0),
             y.stride(0), y.stride(1),
             BLOCK_M=BLOCK_M, BLOCK_K=BLOCK_K,
         )

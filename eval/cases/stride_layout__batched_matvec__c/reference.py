@@ -12,9 +12,9 @@ class Model(nn.Module):
         return torch.bmm(A, x.unsqueeze(2)).squeeze(2)
 
 
-batch_size = 12
-M = 100
-K = 300
+batch_size = 6
+M = 70
+K = 200
 
 
 def get_inputs():

@@ -61,7 +61,7 @@ def variants(inputs, spec):
 def compare(ref, out, atol, rtol):
     if isinstance(ref, (tuple, list)):
         return all(compare(r, o, atol, rtol) for r, o in zip(ref, out))
-    if not torch.is_tensor(out) or out.shape != ref.shape:
+    if not torch.is_tensor(out) or out.shape != ref.shape or out.dtype != ref.dtype:
         return False
     return bool(torch.allclose(out.float(), ref.float(), atol=atol, rtol=rtol, equal_nan=False))
 
@@ -78,13 +78,15 @@ def run_one(ref_mod, cand_path, spec):
             model = ref_mod.Model(*init)
             torch.manual_seed(seed)
             new = cand.ModelNew(*init)
+            clone = (lambda x: x.clone() if torch.is_tensor(x) else x) if spec.get("clone", True) \
+                else (lambda x: x)
             with torch.no_grad():
-                ref = model(*[x.clone() if torch.is_tensor(x) else x for x in xs])
-                out = new(*[x.clone() if torch.is_tensor(x) else x for x in xs])
+                ref = model(*[clone(x) for x in xs])
+                out = new(*[clone(x) for x in xs])
             if not compare(ref, out, spec.get("atol", 1e-4), spec.get("rtol", 1e-4)):
                 err = (out.float() - ref.float()).abs().max().item() \
                     if torch.is_tensor(out) and torch.is_tensor(ref) and out.shape == ref.shape else "shape"
-                return False, f"seed {seed} {label}: max abs err {err}"
+                return False, f"seed {seed} {label}: max abs err {err} dtype {getattr(out, 'dtype', None)}"
     return True, "ok"
 
 

@@ -1,0 +1,132 @@
+"""Diagnosis: say where and why a near-miss kernel is wrong.
+
+`diagnose(case)` evaluates with captured tensors, reads the error maps of every failing check, adds
+the dependence on input sets, static facts and recipe sites from the source, the probes of an
+instrumented copy (CPU interpreter), and counterfactual experiments, then ranks bug-class
+hypotheses with their evidence and source lines.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from debugger.case import Case
+from debugger.diagnose import errormap, ranking, static
+from debugger.diagnose.experiments import run_experiments
+from debugger.evaluate import run_evaluation
+from debugger.recipes import propose_all
+from debugger.settings import bug_classes
+
+
+@dataclass
+class Diagnosis:
+    """What is wrong, where, and the ranked root-cause hypotheses."""
+
+    status: str  # diagnosed | passes | invalid_input | <eval status when nothing could be captured>
+    summary: str = ""
+    hypotheses: list[dict] = field(default_factory=list)
+    symptoms: list[str] = field(default_factory=list)
+    error_maps: dict = field(default_factory=dict)  # check -> [per-output facts]
+    static: list[dict] = field(default_factory=list)
+    recipe_sites: list[dict] = field(default_factory=list)
+    probes: dict = field(default_factory=dict)
+    experiments: list[dict] = field(default_factory=list)
+    signature: str | None = None
+    evaluation: dict = field(default_factory=dict)
+
+    @property
+    def bug_class(self) -> str | None:
+        return self.hypotheses[0]["bug_class"] if self.hypotheses else None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["bug_class"] = self.bug_class
+        return d
+
+    def prompt_text(self) -> str:
+        """A compact plain-text rendering for a language model's prompt."""
+        lines = [f"Evaluation: {self.evaluation.get('message', '')}", f"Symptoms: {', '.join(self.symptoms)}"]
+        for h in self.hypotheses[:3]:
+            lines.append(f"- {h['bug_class']} ({h['confidence']:.0%}): {'; '.join(h['evidence'][:4])}"
+                         + (f" [lines {h['lines']}]" if h["lines"] else ""))
+        for f in self.static[:8]:
+            lines.append(f"static: line {f['line']}: {f['message']}")
+        if self.probes.get("summary"):
+            lines.append(f"probes: {self.probes['summary']}")
+        return "\n".join(lines)
+
+
+def _tags(diag: Diagnosis, report, block_sizes) -> set[str]:
+    tags: set[str] = set()
+    for check in report.failed_checks:
+        for o in check.outputs:
+            if o.problem and "dtype" in o.problem:
+                tags.add("dtype_mismatch")
+    tags.update(errormap.dependence(report))
+    for maps in diag.error_maps.values():
+        for facts in maps:
+            tags.update(facts.get("symptoms", []))
+    drift = any((c.drift or 0) > 0 for c in report.checks)
+    if drift and "never_written" not in tags:
+        tags.add("run_to_run_drift")
+    tags.update(f["tag"] for f in diag.static)
+    tags.update(s["tag"] for s in diag.recipe_sites if s.get("tag"))
+    tags.update(diag.probes.get("symptoms", []))
+    return tags
+
+
+def _summary(diag: Diagnosis, report) -> str:
+    if not diag.hypotheses:
+        return report.message
+    top = diag.hypotheses[0]
+    where = f" (lines {', '.join(map(str, top['lines'][:4]))})" if top["lines"] else ""
+    failing = ", ".join(c.name for c in report.failed_checks[:6])
+    return (f"Fails {len(report.failed_checks)} of {len(report.checks)} checks ({failing}). Most likely "
+            f"{top['bug_class']}{where}: {bug_classes().get(top['bug_class'], '')} "
+            f"Symptoms: {', '.join(diag.symptoms[:8]) or 'none'}.")
+
+
+def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, experiment_budget: int = 6,
+             probes: bool = True, timeout: float = 120.0, evaluation=None) -> Diagnosis:
+    """Evaluate (or reuse `evaluation`, a captured Evaluation), then localise and classify."""
+    ev = evaluation or run_evaluation(case, device, capture=True, timeout=timeout)
+    report = ev.report
+    diag = Diagnosis(status="diagnosed", evaluation=report.to_dict(),
+                     signature=report.signature.key() if report.signature else None)
+    if report.status == "pass":
+        diag.status, diag.summary = "passes", "the candidate passes every check"
+        return diag
+    if report.status == "invalid_input":
+        diag.status, diag.summary = "invalid_input", report.message
+        return diag
+    blocks = static.block_sizes(case.candidate_src)
+    for name, art in ev.artifacts.items():
+        check = next((c for c in report.checks if c.name == name), None)
+        if check is None or check.passed:
+            continue
+        maps = []
+        for i, ref in enumerate(art["reference"]):
+            runs = art["runs"]
+            run1 = runs[0][i] if i < len(runs[0]) else None
+            run2 = runs[1][i] if len(runs) > 1 and i < len(runs[1]) else None
+            if ref is None or run1 is None or not hasattr(ref, "shape"):
+                continue
+            maps.append({"output": i, **errormap.analyse_output(ref, run1, run2, atol=case.atol, rtol=case.rtol,
+                                                                block_sizes=blocks, device=device)})
+        diag.error_maps[name] = maps
+    patches = propose_all(case.candidate_src)
+    diag.static = static.static_facts(case.candidate_src)
+    diag.recipe_sites = [{"recipe": p.recipe, "bug_class": p.bug_class, "lines": p.sites,
+                          "description": p.description, "tag": static.RECIPE_TAGS.get(p.recipe)} for p in patches]
+    families = static.reference_families(case.reference_src)
+    if probes and device == "cpu" and report.failed_checks:
+        from debugger.diagnose.probes import run_probes
+        diag.probes = run_probes(case, report, timeout=timeout)
+    tags = _tags(diag, report, blocks) | {f"family:{f}" for f in families}
+    prelim = ranking.rank(tags, diag.recipe_sites, [], top=len(bug_classes()))
+    if experiments and report.status in ("mismatch", "runtime_error"):
+        diag.experiments = run_experiments(case, report, patches, [h["bug_class"] for h in prelim], device=device,
+                                           budget=experiment_budget, timeout=timeout)
+    diag.hypotheses = ranking.rank(tags, diag.recipe_sites, diag.experiments)
+    diag.symptoms = sorted(t for t in tags if not t.startswith("family:"))
+    diag.summary = _summary(diag, report)
+    return diag

@@ -1,0 +1,41 @@
+"""Experiments: the strongest evidence is a counterfactual. Apply a located recipe's patch to a copy
+of the candidate and re-run only the failing checks in the sandbox; a patch that makes them pass
+names the root cause (and the line) with near certainty. The candidate's file is never touched.
+"""
+from __future__ import annotations
+
+from debugger.case import Case
+from debugger.evaluate import evaluate
+
+
+def failing_specs(report) -> list[dict]:
+    """The specs of the checks that failed (what an experiment must turn green)."""
+    return [dict(c.spec) for c in report.failed_checks if c.spec]
+
+
+def run_experiments(case: Case, report, patches: list, order: list[str], *, device: str, budget: int = 6,
+                    timeout: float = 60.0) -> list[dict]:
+    """Try up to `budget` patches, classes in `order` first; stop at the first that fixes everything."""
+    specs = failing_specs(report)
+    if not specs or budget <= 0:
+        return []
+    baseline = len(specs)
+    rank = {cls: i for i, cls in enumerate(order)}
+    queue = sorted(patches, key=lambda p: rank.get(p.bug_class, len(rank)))
+    results = []
+    seen = set()
+    for patch in queue:
+        if len(results) >= budget:
+            break
+        if patch.new_src in seen:
+            continue
+        seen.add(patch.new_src)
+        rep = evaluate(case.with_candidate(patch.new_src), device, checks=specs, timeout=timeout)
+        failed = len(rep.failed_checks)
+        result = "fixed" if rep.status == "pass" else "better" if (rep.status == "mismatch" and failed < baseline) \
+            else "no_change" if failed == baseline and rep.status == report.status else "worse"
+        results.append({"recipe": patch.recipe, "bug_class": patch.bug_class, "description": patch.description,
+                        "lines": patch.sites, "result": result, "status": rep.status})
+        if result == "fixed":
+            break
+    return results

@@ -1,0 +1,105 @@
+"""Ranking root-cause hypotheses: an additive score per bug class over the observed evidence.
+
+Evidence comes as tags (error map, dependence, probes, static facts), as recipe sites (a located bug
+shape of some class), as operator families of the reference (a scan bug needs a scan), and as
+experiments (a recipe's patch that makes the failing checks pass). Scores become confidences
+through a softmax; the weights are written down here, where a person can read and tune them.
+"""
+from __future__ import annotations
+
+import math
+
+from debugger.settings import bug_classes
+
+# class -> {evidence tag: weight}
+WEIGHTS: dict[str, dict[str, float]] = {
+    "mask_missing": {"tail_block_wrong": 2.5, "unmasked_load": 1.0, "unmasked_store": 1.0, "masked_lane_store": 2.0,
+                     "out_of_bounds_load": 2.0, "nan_in_output": 0.5, "fails_other_shapes": 0.5, "sparse_wrong": 0.5},
+    "grid_undercount": {"never_written": 1.5, "floor_div_grid": 3.0, "programs_missing": 1.5, "tail_block_wrong": 1.0},
+    "unwritten_output": {"never_written": 2.5, "programs_missing": 1.0, "periodic_errors": 0.5,
+                         "whole_rows_wrong": 0.5, "whole_cols_wrong": 0.5},
+    "masked_fill_value": {"other_zero_before_max": 2.0, "fails_negative_inputs": 2.5, "constant_factor": 0.3,
+                          "whole_rows_wrong": 0.3, "precision_noise": 0.3},
+    "stride_layout": {"fails_noncontiguous": 4.0, "transposed": 1.0, "hardcoded_stride": 0.5},
+    "low_precision_accumulator": {"precision_noise": 2.0, "low_precision_accumulator": 3.0,
+                                  "fails_large_magnitude": 0.3},
+    "numerical_overflow": {"fails_large_magnitude": 2.5, "nan_in_output": 1.0, "inf_in_output": 1.0,
+                           "no_max_subtraction": 2.0},
+    "normalization_formula": {"divides_by_block": 2.5, "constant_factor": 1.0, "all_wrong": 0.5,
+                              "precision_noise": 0.5, "offset_error": 0.5, "family:norm": 1.5},
+    "k_loop_tail": {"family:matmul": 0.8, "family:conv": 0.5, "unmasked_load": 0.8, "tail_block_wrong": 0.5,
+                    "all_wrong": 0.3, "nan_in_output": 0.5},
+    "pointer_advance": {"loop_pointer_not_advanced": 3.0, "all_wrong": 0.5, "large_error": 0.3},
+    "broadcast_axis": {"fails_param_redraw": 2.0, "periodic_errors": 0.8, "whole_cols_wrong": 0.5,
+                       "whole_rows_wrong": 0.5},
+    "write_race": {"run_to_run_drift": 2.5, "store_without_atomic": 2.5, "programs_overlap": 2.5},
+    "scan_semantics": {"family:scan": 2.0, "shifted_by_one": 2.5, "periodic_errors": 0.5, "tail_block_wrong": 0.3},
+    "program_id_axis": {"transposed": 1.0, "whole_rows_wrong": 0.5, "whole_cols_wrong": 0.5, "one_tile_wrong": 0.5},
+    "activation_formula": {"family:activation": 1.5, "precision_noise": 0.5, "fails_negative_inputs": 0.8,
+                           "sign_flip": 0.8, "offset_error": 0.5, "all_wrong": 0.3},
+    "index_overflow": {"int32_offsets": 0.2, "fails_other_shapes": 0.5},
+    "dtype_cast": {"dtype_mismatch": 4.0, "precision_noise": 0.3},
+    "reduction_axis": {"block_smaller_than_row": 2.5, "family:reduction": 0.5, "family:softmax": 0.3,
+                       "constant_factor": 0.3, "tail_block_wrong": 0.3},
+    "other": {},
+}
+
+# How much a located recipe site of a class counts, by recipe (generic recipes count less).
+RECIPE_SITE_WEIGHT = {"int64_offsets": 0.1, "contiguous_inputs": 0.5, "mask_padded_lanes": 0.5,
+                      "activation_constant": 1.5, "scan_inclusive": 1.0, "output_dtype": 0.8}
+DEFAULT_SITE_WEIGHT = 1.0
+EXPERIMENT_FIXED = 8.0    # a patch of this class made every failing check pass
+EXPERIMENT_BETTER = 2.0   # a patch of this class reduced the failures
+TEMPERATURE = 1.5
+
+
+def score_classes(tags: set[str], sites: list[dict], experiments: list[dict]) -> dict[str, dict]:
+    """Per class: score and the evidence that contributed."""
+    out: dict[str, dict] = {c: {"score": 0.0, "evidence": [], "lines": set(), "recipes": []} for c in bug_classes()}
+    for cls, weights in WEIGHTS.items():
+        if cls not in out:
+            continue
+        for tag, w in weights.items():
+            if tag in tags:
+                out[cls]["score"] += w
+                out[cls]["evidence"].append(tag)
+    seen = set()
+    for site in sites:
+        cls = site["bug_class"]
+        if cls not in out or (cls, site["recipe"]) in seen:
+            continue
+        seen.add((cls, site["recipe"]))
+        out[cls]["score"] += RECIPE_SITE_WEIGHT.get(site["recipe"], DEFAULT_SITE_WEIGHT)
+        out[cls]["evidence"].append(f"recipe {site['recipe']} locates a site: {site['description']}")
+        out[cls]["lines"].update(site.get("lines") or [])
+        out[cls]["recipes"].append(site["recipe"])
+    for exp in experiments:
+        cls = exp["bug_class"]
+        if cls not in out:
+            continue
+        if exp["result"] == "fixed":
+            out[cls]["score"] += EXPERIMENT_FIXED
+            out[cls]["evidence"].append(f"experiment: {exp['description']} makes every failing check pass")
+        elif exp["result"] == "better":
+            out[cls]["score"] += EXPERIMENT_BETTER
+            out[cls]["evidence"].append(f"experiment: {exp['description']} reduces the failures")
+        out[cls]["lines"].update(exp.get("lines") or [])
+    return out
+
+
+def rank(tags: set[str], sites: list[dict], experiments: list[dict], top: int = 5) -> list[dict]:
+    """Hypotheses, most likely first: {bug_class, confidence, score, evidence, lines, recipes}."""
+    scored = score_classes(tags, sites, experiments)
+    if all(v["score"] == 0 for v in scored.values()):
+        scored["other"]["score"] = 1.0
+        scored["other"]["evidence"].append("no evidence matches a known class")
+    items = sorted(scored.items(), key=lambda kv: -kv[1]["score"])
+    zs = [math.exp(v["score"] / TEMPERATURE) for _, v in items]
+    total = sum(zs)
+    hyps = []
+    for (cls, v), z in zip(items[:top], zs[:top]):
+        if v["score"] <= 0 and hyps:
+            break
+        hyps.append({"bug_class": cls, "confidence": round(z / total, 3), "score": round(v["score"], 2),
+                     "evidence": v["evidence"], "lines": sorted(v["lines"]), "recipes": v["recipes"]})
+    return hyps
