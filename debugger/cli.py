@@ -69,7 +69,7 @@ def _registrations():
     import importlib
 
     regs = []
-    for name in ("debugger.diagnose.command", "debugger.integrity.command", "debugger.repair_command",
+    for name in ("debugger.diagnose.command", "debugger.integrity.command", "debugger.repair.command",
                  "debugger.knowledge.command", "debugger.bench_command", "ingest.command",
                  "debugger.mcp_command", "debugger.ledger_command"):
         try:

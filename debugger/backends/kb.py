@@ -1,0 +1,74 @@
+"""The kb backend: repair with no language model, from fix recipes and learned templates.
+
+Proposals are every patch the recipes (and the knowledge base's learned templates) can make to the
+current best candidate, ranked by: the diagnosis (confidence of the patch's bug class, the recipe
+that fixed the failing checks in an experiment), retrieval (patterns naming the recipe), and a small
+additive model learned from the ledger's past outcomes.
+"""
+from __future__ import annotations
+
+from debugger.backends.base import Proposal
+from debugger.backends.ranking import RecipeRanker, diagnosis_features
+from debugger.recipes import propose_all
+
+CLASS_WEIGHT = 6.0
+EXPERIMENT_FIXED = 50.0
+EXPERIMENT_BETTER = 5.0
+RETRIEVED_WEIGHT = 3.0
+SITE_MATCH = 1.0
+
+
+class KBBackend:
+    """Recipes + learned templates, ranked."""
+
+    name = "kb"
+
+    def __init__(self, ranker: RecipeRanker | None = None, knowledge=None):
+        self.ranker = ranker or RecipeRanker()
+        self.knowledge = knowledge
+
+    def _templates(self, src: str) -> list:
+        if self.knowledge is None:
+            return []
+        out = []
+        try:
+            for recipe in self.knowledge.learned_recipes():
+                out.extend(recipe.propose(src))
+        except Exception:  # noqa: BLE001 - a broken learned pattern must not stop the repair
+            return out
+        return out
+
+    def propose(self, candidate_src: str, diagnosis: dict, retrieved: dict, context: dict) -> list[Proposal]:
+        hyps = diagnosis.get("hypotheses") or []
+        class_conf: dict[str, float] = {}
+        hyp_lines: dict[str, set] = {}
+        for h in hyps:
+            class_conf[h["bug_class"]] = class_conf.get(h["bug_class"], 0.0) + h["confidence"]
+            hyp_lines.setdefault(h["bug_class"], set()).update(h.get("lines") or [])
+        exp = {(e["recipe"], e["result"]) for e in diagnosis.get("experiments", [])}
+        retrieved_recipes: dict[str, float] = {}
+        for hit in retrieved.get("patterns", []):
+            if hit.get("fix_recipe"):
+                retrieved_recipes[hit["fix_recipe"]] = max(retrieved_recipes.get(hit["fix_recipe"], 0.0),
+                                                           float(hit.get("score", 0.0)))
+        features = diagnosis_features(diagnosis)
+        proposals = []
+        patches = list(propose_all(candidate_src)) + [(p, "template") for p in self._templates(candidate_src)]
+        for item in patches:
+            patch, origin = (item if isinstance(item, tuple) else (item, "recipe"))
+            score = CLASS_WEIGHT * class_conf.get(patch.bug_class, 0.0)
+            if (patch.recipe, "fixed") in exp:
+                score += EXPERIMENT_FIXED
+            elif (patch.recipe, "better") in exp:
+                score += EXPERIMENT_BETTER
+            score += RETRIEVED_WEIGHT * retrieved_recipes.get(patch.recipe, 0.0)
+            if hyp_lines.get(patch.bug_class) and set(patch.sites) & hyp_lines[patch.bug_class]:
+                score += SITE_MATCH
+            score += self.ranker.score(patch.recipe, features)
+            if origin == "template":
+                score += 0.5  # a learned fix of this exact shape has worked before
+            proposals.append(Proposal(origin=origin, description=patch.description, new_src=patch.new_src,
+                                      recipe=patch.recipe, bug_class=patch.bug_class, sites=list(patch.sites),
+                                      score=score))
+        proposals.sort(key=lambda p: -p.score)
+        return proposals

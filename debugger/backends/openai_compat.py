@@ -1,0 +1,97 @@
+"""The openai backend: any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp servers).
+
+The prompt carries the diagnosis, the probe results, the retrieved patterns and the closest reference
+kernel, and the current kernel; not the history. The model answers with search/replace edits.
+Transient errors are retried with backoff; authentication and unknown-model errors stop with one
+clear line.
+"""
+from __future__ import annotations
+
+import time
+
+from debugger.backends.base import BackendError, Proposal
+from debugger.backends.edits import parse_edits
+
+SYSTEM = """You repair GPU kernels written in Triton. The kernel below compiles and runs but computes wrong \
+values. Fix the root cause with the smallest change. Keep the computation in Triton kernels: never call \
+PyTorch to compute the operator, never special-case shapes or inputs, never read the reference, never lower \
+the precision. Answer only with one or more edit blocks of this exact form:
+
+<<<<<<< SEARCH
+exact lines copied from the current kernel
+=======
+the replacement lines
+>>>>>>> REPLACE
+"""
+
+RETRYABLE = ("APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError", "ServiceUnavailableError")
+FATAL = {"AuthenticationError": "authentication failed: check OPENAI_API_KEY",
+         "PermissionDeniedError": "the endpoint refused access: check OPENAI_API_KEY",
+         "NotFoundError": "model or endpoint not found: check --model and OPENAI_BASE_URL"}
+
+
+def build_prompt(candidate_src: str, reference_src: str, diagnosis: dict, retrieved: dict,
+                 feedback: str | None = None) -> list[dict]:
+    """Chat messages for one repair attempt."""
+    parts = ["## Reference (PyTorch, the ground truth)", "```python", reference_src.strip(), "```",
+             "## Current kernel", "```python", candidate_src.strip(), "```", "## Diagnosis",
+             diagnosis.get("prompt_text") or diagnosis.get("summary", "")]
+    for hit in retrieved.get("patterns", [])[:3]:
+        parts += [f"## Known failure pattern: {hit.get('title', hit.get('id'))} ({hit.get('bug_class')})",
+                  hit.get("text", "")[:1500]]
+    ref_kernel = retrieved.get("reference_kernel")
+    if ref_kernel and ref_kernel.get("source"):
+        parts += [f"## A correct kernel for a similar operator ({ref_kernel.get('id')})", "```python",
+                  ref_kernel["source"][:4000], "```"]
+    if feedback:
+        parts += ["## Your previous attempt", feedback]
+    parts.append("Answer with SEARCH/REPLACE blocks only.")
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(parts)}]
+
+
+class OpenAIBackend:
+    """Calls a chat-completions endpoint; one proposal per call."""
+
+    name = "openai"
+
+    def __init__(self, *, base_url: str | None, api_key: str | None, model: str | None, timeout: float = 120.0,
+                 retries: int = 3, backoff: float = 1.0):
+        import openai
+
+        if not model:
+            raise BackendError("no model configured for the openai backend: pass --model or set KDEBUG_MODEL")
+        self.model = model
+        self.retries = retries
+        self.backoff = backoff
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout,
+                                    max_retries=0)
+
+    def complete(self, messages: list[dict]) -> tuple[str, int, int]:
+        """(text, prompt tokens, completion tokens), with retries on transient errors."""
+        last = None
+        for attempt in range(self.retries + 1):
+            try:
+                resp = self.client.chat.completions.create(model=self.model, messages=messages, temperature=0)
+            except Exception as e:  # noqa: BLE001 - classified below
+                kind = type(e).__name__
+                if kind in FATAL:
+                    raise BackendError(f"openai backend: {FATAL[kind]} ({e.__class__.__name__})") from None
+                if kind in RETRYABLE or getattr(e, "status_code", 0) in (429, 500, 502, 503, 504):
+                    last = e
+                    time.sleep(self.backoff * (2 ** attempt))
+                    continue
+                raise BackendError(f"openai backend: {kind}: {str(e)[:200]}") from None
+            text = resp.choices[0].message.content or ""
+            usage = resp.usage
+            return text, int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+        raise BackendError(f"openai backend: endpoint unavailable after {self.retries + 1} attempts "
+                           f"({type(last).__name__})")
+
+    def propose(self, candidate_src: str, diagnosis: dict, retrieved: dict, context: dict) -> list[Proposal]:
+        messages = build_prompt(candidate_src, context["reference_src"], diagnosis, retrieved, context.get("feedback"))
+        text, p_tok, c_tok = self.complete(messages)
+        edits = parse_edits(text)
+        hyps = diagnosis.get("hypotheses") or []
+        return [Proposal(origin="model", description=f"{self.model}: {len(edits)} edit(s)", edits=edits,
+                         bug_class=hyps[0]["bug_class"] if hyps else None, prompt_tokens=p_tok,
+                         completion_tokens=c_tok)]

@@ -1,0 +1,123 @@
+"""The dynamic half of the integrity gate: watch the candidate run in the sandbox.
+
+From one evaluation that adds hidden checks (seeds, a scaling and shapes the repair loop never saw)
+to the standard ones, and from what the candidate worker recorded during every forward (aten ops
+through a TorchDispatchMode, Triton launches and the storage they received, output types and
+aliasing), decide whether the kernels really compute the operator.
+"""
+from __future__ import annotations
+
+import ast
+
+from debugger.case import Case
+from debugger.evaluate import hidden_checks, run_evaluation, standard_checks
+from debugger.integrity.findings import REJECT, WARN, Finding
+
+# Aten ops that are the heavy part of an operator: never acceptable inside the candidate's forward.
+HEAVY_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "dot", "mv", "addmv", "linear", "einsum",
+             "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "_softmax",
+             "_log_softmax", "softmax", "log_softmax", "native_layer_norm", "native_group_norm",
+             "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+             "cumsum", "cumprod", "logcumsumexp", "_scaled_dot_product", "scaled_dot_product",
+             "embedding", "embedding_bag", "_embedding_bag", "max_pool", "avg_pool", "adaptive_avg_pool",
+             "adaptive_max_pool", "nll_loss", "mse_loss", "cross_entropy", "binary_cross_entropy", "smooth_l1",
+             "huber_loss", "kl_div", "topk", "sort", "gelu", "silu", "mish", "hardswish", "elu", "logsumexp",
+             "norm", "linalg_vector_norm", "var", "std", "var_mean", "std_mean", "scatter_add", "index_add",
+             "histc", "bincount", "_pdist", "cdist", "upsample", "grid_sampler", "_cdist")
+# Light ops (allocation, views, copies, dtype/shape plumbing) that never count as compute.
+LIGHT_PREFIXES = ("empty", "new_empty", "zeros", "ones", "full", "arange", "view", "_unsafe_view", "reshape",
+                  "permute", "transpose", "t.", "expand", "squeeze", "unsqueeze", "as_strided", "slice", "select",
+                  "contiguous", "clone", "copy_", "_to_copy", "to.", "detach", "alias", "set_", "lift_fresh",
+                  "split", "chunk", "unbind", "narrow", "flatten", "unflatten", "resize_", "fill_", "zero_",
+                  "new_zeros", "new_ones", "new_full", "lift", "_local_scalar_dense", "is_nonzero", "item",
+                  "sym_", "stride", "size", "numel", "dim", "_reshape_alias", "index_select", "cat", "stack",
+                  "pad", "constant_pad_nd", "repeat", "flip", "roll")
+
+
+def _op_base(name: str) -> str:
+    return name.split(".")[0]
+
+
+def is_heavy(op: str) -> bool:
+    base = _op_base(op)
+    return any(base == h or base.startswith(h) for h in HEAVY_OPS)
+
+
+def is_light(op: str) -> bool:
+    return any(op.startswith(p) or _op_base(op) == p.rstrip("._") for p in LIGHT_PREFIXES)
+
+
+def shape_variants(reference_src: str) -> list[dict]:
+    """Other sizes for the reference's module-level int constants (hidden shapes)."""
+    consts = {}
+    for node in ast.parse(reference_src).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            v = node.value
+            if isinstance(v, ast.Constant) and type(v.value) is int and v.value > 1:
+                consts[node.targets[0].id] = v.value
+    if not consts:
+        return []
+    grow = {k: v + max(1, v // 7) + 2 for k, v in consts.items()}
+    shrink = {k: max(2, v - max(1, v // 5) - 1) for k, v in consts.items()}
+    return [grow, shrink]
+
+
+def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: bool = True) -> tuple[list[Finding], dict]:
+    """Findings from a run over standard + hidden checks; also returns the evaluation summary."""
+    # The seeded check gives the observations; the standard checks themselves were run by `verify`
+    # (a caller that skipped them passes full=True).
+    specs = (standard_checks() if full else standard_checks()[:1]) + hidden_checks(shape_variants(case.reference_src))
+    ev = run_evaluation(case, device, checks=specs, timeout=timeout)
+    report = ev.report
+    findings: list[Finding] = []
+    if report.status in ("compile_error", "runtime_error", "timeout", "invalid_input") and not report.checks:
+        findings.append(Finding("does_not_run", REJECT, f"the candidate does not run: {report.message}"))
+        return findings, report.to_dict()
+    visible = {s["name"] for s in standard_checks()}
+    failed_hidden = [c for c in report.failed_checks if c.name not in visible]
+    failed_visible = [c for c in report.failed_checks if c.name in visible]
+    if failed_visible:
+        findings.append(Finding("fails_evaluation", REJECT, f"fails the standard checks: {report.message}"))
+    if failed_hidden:
+        names = ", ".join(c.name for c in failed_hidden)
+        findings.append(Finding("fails_hidden_inputs", REJECT,
+                                f"passes the visible checks but fails hidden input sets the loop never saw ({names}): "
+                                f"{failed_hidden[0].message or 'mismatch'}"))
+    heavy, other_compute, unwritten, aliased, odd_types, no_launch = set(), set(), [], [], set(), []
+    for name, obs in ev.observations.items():
+        for ops_key in ("ops", "ops_second"):
+            for op in (obs.get(ops_key) or {}):
+                if is_heavy(op):
+                    heavy.add(op)
+                elif not is_light(op):
+                    other_compute.add(op)
+        if not obs.get("launches"):
+            no_launch.append(name)
+        for i, (w, a) in enumerate(zip(obs.get("written_by_kernel") or [], obs.get("aliases_input") or [])):
+            if a:
+                aliased.append((name, i))
+            elif not w:
+                unwritten.append((name, i))
+        for t in obs.get("output_types") or []:
+            if t not in ("Tensor", "int", "float", "bool", "NoneType", "Parameter"):
+                odd_types.add(t)
+    if heavy:
+        findings.append(Finding("torch_compute_at_runtime", REJECT,
+                                f"PyTorch computes the operator's heavy part during forward: {', '.join(sorted(heavy))}"))
+    if no_launch:
+        findings.append(Finding("no_kernel_launch", REJECT,
+                                f"no Triton kernel ran during forward (checks: {', '.join(no_launch[:4])})"))
+    if unwritten:
+        findings.append(Finding("output_not_written_by_kernel", REJECT,
+                                f"output {unwritten[0][1]} was not written by any custom kernel launch "
+                                f"({len(unwritten)} check outputs)"))
+    if aliased:
+        findings.append(Finding("output_aliases_input", REJECT,
+                                f"output {aliased[0][1]} shares storage with an input"))
+    if odd_types:
+        findings.append(Finding("tensor_subclass_output", REJECT, f"forward returns {', '.join(sorted(odd_types))}"))
+    if other_compute and not heavy:
+        findings.append(Finding("torch_light_compute", WARN,
+                                f"PyTorch ops besides allocation and views ran in forward: "
+                                f"{', '.join(sorted(other_compute)[:8])}"))
+    return findings, report.to_dict()

@@ -1,0 +1,47 @@
+"""The integrity verdict: static rules plus the dynamic run; any reject finding rejects.
+
+Policy (also in the README): PyTorch may allocate, view, cast and launch, but not compute the
+operator's heavy part; tf32 in tl.dot for float32 tasks is accepted unless strict_precision; casting
+a float32 task's operands to fp16/bf16 is rejected; outputs must be written by the candidate's own
+kernels and must match on hidden inputs and shapes the repair loop never used.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from debugger.case import Case
+from debugger.integrity.dynamic import dynamic_findings
+from debugger.integrity.findings import REJECT, Finding
+from debugger.integrity.static import static_findings
+
+
+@dataclass
+class Verdict:
+    """accept | reject, with every finding (rule, severity, message, line)."""
+
+    verdict: str
+    findings: list[Finding] = field(default_factory=list)
+    evaluation: dict | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == "accept"
+
+    def to_dict(self) -> dict:
+        return {"verdict": self.verdict, "findings": [f.to_dict() for f in self.findings],
+                "evaluation": self.evaluation}
+
+    def reasons(self) -> list[str]:
+        return [f"{f.rule}: {f.message}" for f in self.findings if f.severity == REJECT]
+
+
+def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dynamic: bool = True,
+          timeout: float = 120.0, full: bool = True) -> Verdict:
+    """Run the gate on a candidate; static first (cheap), then the sandboxed run."""
+    findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision))
+    evaluation = None
+    if dynamic and not any(f.rule == "parse_error" for f in findings):
+        dyn, evaluation = dynamic_findings(case, device, timeout=timeout, full=full)
+        findings.extend(dyn)
+    verdict = "reject" if any(f.severity == REJECT for f in findings) else "accept"
+    return Verdict(verdict, findings, evaluation)

@@ -1,0 +1,4 @@
+"""The repair loop: state, nodes and the driver around the graph in graphs/repair.py."""
+from debugger.repair.run import RepairResult, repair
+
+__all__ = ["RepairResult", "repair"]

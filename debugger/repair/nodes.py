@@ -1,0 +1,326 @@
+"""The repair graph's nodes. Each reads the state, does one job, and returns a state update.
+
+Routing is not decided here: graphs/repair.py declares every edge and router.
+"""
+from __future__ import annotations
+
+import difflib
+import time
+from dataclasses import replace
+
+from langgraph.runtime import Runtime
+
+from debugger.backends.base import BackendError, source_hash
+from debugger.backends.edits import apply_edits
+from debugger.backends.ranking import diagnosis_features
+from debugger.case import Case, top_level_names
+from debugger.evaluate import run_evaluation, standard_checks
+from debugger.repair.state import RepairState, RunContext
+
+HARNESS_NAMES = {"Model", "get_inputs", "get_init_inputs", "atol", "rtol"}
+
+
+def case_of(state: RepairState, candidate_src: str) -> Case:
+    """The frozen task with a given kernel source (tolerances and reference never change)."""
+    return Case(name=state["case_name"], reference_src=state["reference_src"], candidate_src=candidate_src,
+                atol=state.get("atol"), rtol=state.get("rtol"))
+
+
+def _evaluation(state: RepairState, ctx: RunContext, src: str, capture: bool = True):
+    key = source_hash(src)
+    ev = ctx.cache.get(key)
+    if ev is None:
+        ev = run_evaluation(case_of(state, src), ctx.device, capture=capture, timeout=ctx.timeout)
+        ctx.cache = {key: ev}  # keep only the latest (tensors can be large)
+    return ev
+
+
+def evaluate(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Full-coverage evaluation of the candidate as given."""
+    ctx = runtime.context
+    ctx.say(f"evaluating {state['case_name']} ...")
+    report = _evaluation(state, ctx, state["original_src"]).report
+    update = {"best_report": report.to_dict(), "best_score": report.error_score(),
+              "signatures": [report.signature.key()] if report.signature else []}
+    if report.status == "invalid_input":
+        update.update(status="invalid_input", stop="invalid_input")
+    elif report.passed:
+        update.update(candidate_src=state["original_src"], verify={"passed": True, "status": "pass"})
+    ctx.say(f"  {report.status}: {report.message}")
+    return update
+
+
+def diagnose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Localise and classify the failure of the current best version."""
+    from debugger.diagnose import diagnose as run_diagnosis
+
+    ctx = runtime.context
+    ev = _evaluation(state, ctx, state["best_src"])
+    diag = run_diagnosis(case_of(state, state["best_src"]), ctx.device, evaluation=ev,
+                         probes=ctx.instrumentation, experiments=True, experiment_budget=3, timeout=ctx.timeout)
+    d = diag.to_dict()
+    d["prompt_text"] = diag.prompt_text()
+    if diag.hypotheses:
+        h = diag.hypotheses[0]
+        ctx.say(f"  hypothesis: {h['bug_class']} ({h['confidence']:.0%})")
+    return {"diagnosis": d, "queue": [], "needs_diagnosis": False}
+
+
+def retrieve(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Patterns and the closest reference kernel from the knowledge base."""
+    ctx = runtime.context
+    if not ctx.retrieval or ctx.knowledge is None:
+        return {"retrieved": {"patterns": [], "reference_kernel": None}}
+    try:
+        hits = ctx.knowledge.for_diagnosis(state["diagnosis"], state["best_src"], k=5)
+        patterns = []
+        for h in hits:
+            d = h.to_dict()
+            try:
+                d["text"] = open(h.path).read() if h.kind == "pattern" else ""
+            except OSError:
+                d["text"] = ""
+            patterns.append(d)
+        ref = ctx.knowledge.closest_reference_kernel(state["best_src"])
+        ref_d = None
+        if ref is not None:
+            ref_d = ref.to_dict()
+            try:
+                ref_d["source"] = ctx.knowledge.reference_kernel(ref.id).kernel_src
+            except Exception:  # noqa: BLE001 - the model just gets no example
+                ref_d["source"] = ""
+    except Exception as e:  # noqa: BLE001 - retrieval is help, not a requirement
+        ctx.say(f"  retrieval unavailable: {e}")
+        return {"retrieved": {"patterns": [], "reference_kernel": None, "error": str(e)}}
+    return {"retrieved": {"patterns": [p for p in patterns if p.get("kind") == "pattern"], "reference_kernel": ref_d}}
+
+
+def propose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Take the next untried proposal; ask the backend for more when the queue is empty."""
+    ctx = runtime.context
+    queue = list(state.get("queue") or [])
+    tried = set(state.get("tried") or [])
+    tokens = dict(state.get("tokens") or {"prompt": 0, "completion": 0})
+    phase = state.get("phase", "kb")
+    backend_context = {"reference_src": state["reference_src"], "feedback": state.get("feedback")}
+
+    def fresh(items):
+        return [p for p in items if not p.get("new_src") or source_hash(p["new_src"]) not in tried]
+
+    queue = fresh(queue)
+    if not queue and phase == "kb" and ctx.kb_backend is not None and not state.get("kb_asked_for"):
+        proposals = ctx.kb_backend.propose(state["best_src"], state.get("diagnosis") or {},
+                                           state.get("retrieved") or {}, backend_context)
+        queue = fresh([p.to_dict() for p in proposals])
+    if not queue and ctx.model_backend is not None:
+        phase = "openai"
+        try:
+            proposals = ctx.model_backend.propose(state["best_src"], state.get("diagnosis") or {},
+                                                  state.get("retrieved") or {}, backend_context)
+        except BackendError as e:
+            ctx.say(f"  backend: {e}")
+            return {"proposal": None, "queue": [], "stop": "backend_error", "phase": phase,
+                    "feedback": str(e)}
+        for p in proposals:
+            tokens["prompt"] += p.prompt_tokens
+            tokens["completion"] += p.completion_tokens
+        queue = [p.to_dict() for p in proposals]
+    if not queue:
+        return {"proposal": None, "queue": [], "stop": "exhausted", "phase": phase, "tokens": tokens}
+    proposal, rest = queue[0], queue[1:]
+    return {"proposal": proposal, "queue": rest, "phase": phase, "tokens": tokens,
+            "kb_asked_for": state["best_src"] if phase == "kb" else state.get("kb_asked_for")}
+
+
+def touches_harness(original: str, new: str) -> str | None:
+    """Why a patch is refused for reaching beyond the kernel, or None."""
+    try:
+        before, after = top_level_names(original), top_level_names(new)
+    except SyntaxError:
+        return None
+    added = (after - before) & HARNESS_NAMES
+    if added:
+        return f"defines {', '.join(sorted(added))} (the reference and the harness are frozen)"
+    for word in ("import reference", "from reference", "kdebug", "debugger."):
+        if word in new and word not in original:
+            return f"reaches for the harness ({word!r})"
+    return None
+
+
+def apply(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Turn the proposal into a new kernel source; refuse duplicates and harness edits."""
+    p = state["proposal"] or {}
+    src = p.get("new_src")
+    why = None
+    if src is None:
+        src, why = apply_edits(state["best_src"], p.get("edits") or [])
+        if src is None:
+            return {"candidate_src": None, "verify": {"skipped": why, "passed": False}, "feedback": why}
+    h = source_hash(src)
+    if h in set(state.get("tried") or []):
+        return {"candidate_src": None, "verify": {"skipped": "patch already tried", "passed": False}}
+    if h == source_hash(state["best_src"]):
+        return {"candidate_src": None, "verify": {"skipped": "patch changes nothing", "passed": False},
+                "tried": [*state.get("tried", []), h]}
+    tamper = touches_harness(state["original_src"], src)
+    if tamper:
+        return {"candidate_src": None, "verify": {"skipped": f"patch {tamper}", "passed": False, "harness": True},
+                "tried": [*state.get("tried", []), h]}
+    return {"candidate_src": src, "tried": [*state.get("tried", []), h]}
+
+
+def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Screen on the checks that failed, then the full standard set (inputs and tolerances frozen)."""
+    ctx = runtime.context
+    src = state.get("candidate_src")
+    if src is None:
+        return {}
+    best = state["best_report"]
+    failing = [c["spec"] for c in best.get("checks", []) if not c["passed"] and c["status"] != "skipped" and c.get("spec")]
+    case = case_of(state, src)
+    if failing:
+        screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=True).report
+        if not screen.passed:
+            # Judge progress on the same footing as the best version: the checks it failed.
+            score = screen.error_score()
+            return {"verify": {"passed": False, "status": screen.status, "score": score, "screen": True,
+                               "message": screen.message, "signature": screen.signature.key() if screen.signature else None,
+                               "report": screen.to_dict()}}
+    ev = run_evaluation(case, ctx.device, checks=standard_checks(), capture=True, timeout=ctx.timeout)
+    ctx.cache = {source_hash(src): ev}
+    report = ev.report
+    return {"verify": {"passed": report.passed, "status": report.status, "score": report.error_score(),
+                       "screen": False, "message": report.message,
+                       "signature": report.signature.key() if report.signature else None, "report": report.to_dict()}}
+
+
+def _diff(a: str, b: str, name: str) -> str:
+    return "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True), f"a/{name}", f"b/{name}"))
+
+
+def guard(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Keep the best version, account for the iteration, and fire a convergence guard when due."""
+    ctx = runtime.context
+    lim = ctx.limits
+    p = state.get("proposal") or {}
+    v = state.get("verify") or {}
+    n = state.get("iteration", 0) + (0 if v.get("skipped") == "patch already tried" else 1)
+    update: dict = {"iteration": n}
+    best_score = state.get("best_score", float("inf"))
+    outcome = "skipped" if v.get("skipped") else "fixed" if v.get("passed") else \
+        "better" if (v.get("score") is not None and not v.get("screen") and v["score"] < best_score) else \
+        "better_on_failing" if (v.get("score") is not None and v.get("screen") and v["score"] < _failing_score(state)) \
+        else "no_change" if v.get("score") == best_score else "worse"
+    sigs = list(state.get("signatures") or [])
+    if v.get("signature"):
+        sigs.append(v["signature"])
+    update["signatures"] = sigs
+    no_progress = 0 if outcome in ("fixed", "better") else state.get("no_progress", 0) + (0 if outcome == "skipped" else 1)
+    update["no_progress"] = no_progress
+    if outcome == "better" and state.get("candidate_src"):
+        update.update(best_src=state["candidate_src"], best_report=v["report"], best_score=v["score"],
+                      needs_diagnosis=True, queue=[])
+    entry = {"iteration": n, "origin": p.get("origin"), "recipe": p.get("recipe"), "bug_class": p.get("bug_class"),
+             "description": p.get("description"), "outcome": outcome,
+             "status": v.get("status") or ("skipped" if v.get("skipped") else None),
+             "error_before": best_score, "error_after": v.get("score"), "message": v.get("message") or v.get("skipped"),
+             "reverted": outcome in ("worse", "no_change", "better_on_failing"),
+             "prompt_tokens": p.get("prompt_tokens", 0), "completion_tokens": p.get("completion_tokens", 0)}
+    update["history"] = [*state.get("history", []), entry]
+    if p.get("origin") == "model" and outcome not in ("fixed", "better"):
+        update["feedback"] = f"The edit did not fix it: {entry['message']}"
+    if ctx.ledger is not None:
+        diff = _diff(state["best_src"], state["candidate_src"], "candidate.py") if state.get("candidate_src") else ""
+        ctx.ledger.iteration(ctx.run_id, {"n": n, "origin": p.get("origin"), "recipe": p.get("recipe"),
+                                          "bug_class": p.get("bug_class"), "description": p.get("description"),
+                                          "patch_hash": source_hash(state["candidate_src"]) if state.get("candidate_src") else None,
+                                          "status_before": state["best_report"].get("status"),
+                                          "status_after": v.get("status"), "error_before": best_score,
+                                          "error_after": v.get("score"), "signature": v.get("signature"),
+                                          "outcome": outcome, "prompt_tokens": p.get("prompt_tokens", 0),
+                                          "completion_tokens": p.get("completion_tokens", 0), "diff": diff})
+        if p.get("recipe") and outcome != "skipped":
+            ctx.ledger.outcome(ctx.run_id, p["recipe"], diagnosis_features(state.get("diagnosis") or {}),
+                               "fixed" if outcome == "fixed" else outcome)
+    ctx.say(f"  iter {n}: {p.get('recipe') or p.get('origin')}: {outcome}"
+            f" (error {best_score:.3g} -> {v.get('score', float('nan')) if v.get('score') is not None else '-'})")
+    if v.get("passed"):
+        return update
+    update["stop"] = _guard_fired(state, ctx, n, sigs, no_progress, update)
+    return update
+
+
+def _failing_score(state: RepairState) -> float:
+    """The best version's score restricted to the checks it fails (what a screen measures)."""
+    checks = [c for c in state["best_report"].get("checks", []) if not c["passed"] and c["status"] != "skipped"]
+    return len(checks) + sum((c.get("frac_wrong") or 1.0) for c in checks) / max(1, len(checks))
+
+
+def _guard_fired(state, ctx: RunContext, n: int, sigs: list[str], no_progress: int, update: dict) -> str | None:
+    lim = ctx.limits
+    tokens = state.get("tokens") or {}
+    if n >= lim.max_iters:
+        return "max_iterations"
+    if tokens.get("prompt", 0) + tokens.get("completion", 0) >= lim.token_budget:
+        return "token_budget"
+    if time.time() - state.get("started_at", time.time()) >= lim.wall_budget:
+        return "wall_clock_budget"
+    if len(sigs) >= lim.same_signature and len(set(sigs[-lim.same_signature:])) == 1 and state.get("phase") == "openai":
+        return "same_error_signature"
+    if no_progress >= lim.patience:
+        return "no_progress"
+    return None
+
+
+def integrity(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """The gate: static rules, the dynamic run, hidden inputs. Only an accepted repair leaves."""
+    from debugger.integrity.gate import check
+
+    ctx = runtime.context
+    if not ctx.integrity:
+        return {"verdict": {"verdict": "accept", "findings": [], "skipped": True}}
+    ctx.say("  integrity gate ...")
+    verdict = check(case_of(state, state["candidate_src"]), ctx.device, strict_precision=ctx.strict_precision,
+                    timeout=ctx.timeout, full=state["candidate_src"] == state["original_src"])
+    d = verdict.to_dict()
+    d.pop("evaluation", None)
+    update = {"verdict": d}
+    if not verdict.accepted:
+        ctx.say(f"  rejected: {'; '.join(verdict.reasons())[:200]}")
+        update["rejected"] = state.get("rejected", 0) + 1
+        hist = list(state.get("history", []))
+        if hist:
+            hist[-1] = {**hist[-1], "outcome": "rejected", "verdict": "reject", "reasons": verdict.reasons()}
+        update["history"] = hist
+        update["feedback"] = "The previous fix passed the tests but was rejected by the integrity gate: " + \
+            "; ".join(verdict.reasons())
+        update["stop"] = _guard_fired(state, ctx, state.get("iteration", 0), state.get("signatures") or [],
+                                      state.get("no_progress", 0), update)
+    return update
+
+
+def distil(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Write the verified, accepted fix back into the knowledge base."""
+    ctx = runtime.context
+    if not ctx.write_back or ctx.knowledge is None or state["candidate_src"] == state["original_src"]:
+        return {"status": "repaired"}
+    p = state.get("proposal") or {}
+    diag = state.get("diagnosis") or {}
+    try:
+        res = ctx.knowledge.record_fix(state["case_name"], state["original_src"], state["candidate_src"],
+                                       diagnosis=diag, backend=p.get("origin"), tokens=state.get("tokens"),
+                                       bug_class=p.get("bug_class") or diag.get("bug_class"),
+                                       reference_src=state["reference_src"])
+        ctx.say(f"  knowledge base: {res.get('action')} {res.get('id')}")
+        return {"status": "repaired", "distilled": res}
+    except Exception as e:  # noqa: BLE001 - a failed write-back must not lose a repair
+        ctx.say(f"  knowledge base write-back failed: {e}")
+        return {"status": "repaired", "distilled": {"error": str(e)}}
+
+
+def finish(state: RepairState, runtime: Runtime[RunContext]) -> dict:
+    """Name the outcome."""
+    if state.get("status") in ("repaired", "invalid_input"):
+        return {}
+    status = "rejected" if state.get("rejected") else "unrepaired"
+    return {"status": status, "stop": state.get("stop") or "exhausted"}
