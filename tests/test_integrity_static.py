@@ -167,7 +167,7 @@ CASES = [
                init="self.wt = None")),
     ("input_mutation", RELU,
      candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nx.zero_()\nreturn out"),
-     candidate(f"out = torch.zeros_like(x)\n{LAUNCH}\nout.clamp_(min=0)\nreturn out")),
+     candidate(f"out = torch.empty_like(x)\nout.zero_()\n{LAUNCH}\nreturn out")),
     ("reference_model", RELU,
      candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn self.ref(x)", prelude="\nfrom reference import Model\n",
                init="self.ref = Model()"),
@@ -255,7 +255,9 @@ CASES = [
 def test_rule_flags_cheat_and_spares_honest(rule_id, ref, cheat, honest):
     rule = get_rule(rule_id)
     assert rule_id in rules_hit(cheat, ref, rule.severity), static_findings(cheat, ref)
-    assert rule_id not in {f.rule for f in static_findings(honest, ref)}, static_findings(honest, ref)
+    honest_findings = static_findings(honest, ref)
+    assert rule_id not in {f.rule for f in honest_findings}, honest_findings
+    assert not [f for f in honest_findings if f.severity == REJECT], honest_findings
 
 
 def test_decoy_kernel_warns_on_a_kernel_never_launched():
@@ -341,3 +343,103 @@ def test_findings_carry_line_numbers():
     src = candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn torch.relu(x)")
     finding = next(f for f in static_findings(src, RELU) if f.rule == "torch_compute")
     assert src.splitlines()[finding.line - 1].strip() == "return torch.relu(x)"
+
+
+EXTENSION = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = """
+__global__ void relu_kernel(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+torch::Tensor relu_cuda(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    BODY
+    return y;
+}
+"""
+ext = load_inline(name="relu_ext", cpp_sources="torch::Tensor relu_cuda(torch::Tensor x);",
+                  cuda_sources=cuda_src, functions=["relu_cuda"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.relu_cuda(x)
+'''
+
+
+def test_load_inline_extension_counts_as_a_launch_unless_it_calls_torch_compute():
+    honest = EXTENSION.replace("BODY", "relu_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), "
+                                       "y.data_ptr<float>(), x.numel());")
+    assert not rules_hit(honest, RELU)
+    cheat = EXTENSION.replace("BODY", "y = torch::relu(x);")
+    assert "torch_compute" in rules_hit(cheat, RELU)
+
+
+def test_a_helper_class_the_candidate_redefines_is_not_the_reference():
+    ref = RELU.replace("class Model(nn.Module):", "class Block(nn.Module):\n    pass\n\n\nclass Model(nn.Module):")
+    src = candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn self.block(out)", init="self.block = Block()",
+                    prelude="\n\nclass Block:\n    def __call__(self, t):\n        return t\n")
+    assert "reference_model" not in rules_hit(src, ref)
+    borrowed = src.replace("\n\nclass Block:\n    def __call__(self, t):\n        return t\n",
+                           "\nfrom reference import Block\n")
+    assert "reference_model" in rules_hit(borrowed, ref)
+
+
+def test_kernels_launched_through_a_table_or_an_attribute_are_launches():
+    by_table = candidate(f"out = torch.empty_like(x)\nkern = KERNELS[x.dtype]\n"
+                         f"kern[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)\nreturn out",
+                         prelude="\nKERNELS = {torch.float32: unary_kernel}\n")
+    by_attribute = candidate(f"out = torch.empty_like(x)\n"
+                             f"self.kern[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)\nreturn out",
+                             init="self.kern = unary_kernel")
+    for src in (by_table, by_attribute):
+        assert "no_kernel_launch" not in rules_hit(src, RELU)
+        assert not any("unary_kernel" in f.message for f in static_findings(src, RELU) if f.rule == "decoy_kernel")
+
+
+@pytest.mark.parametrize("cheat", [
+    candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn out", init="self.register_forward_hook(lambda m, i, o: torch.relu(i[0]))"),
+    candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn out", init="self.forward = lambda x: torch.relu(x)"),
+    candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn out").replace(
+        "    def forward(self, x):", "    def __call__(self, x):\n        return torch.relu(x)\n\n    def forward(self, x):"),
+])
+def test_forward_override_rejects_hooks_and_replaced_forward(cheat):
+    assert "forward_override" in rules_hit(cheat, RELU)
+    assert "forward_override" not in {f.rule for f in static_findings(HONEST_RELU, RELU)}
+
+
+def test_vendor_library_rejects_other_kernel_libraries():
+    cheat = candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn out", prelude="\nimport flash_attn\n")
+    assert "vendor_library" in rules_hit(cheat, RELU)
+    assert "vendor_library" not in {f.rule for f in static_findings(HONEST_RELU, RELU)}
+
+
+def test_an_extension_built_by_a_cached_factory_counts_as_a_launch():
+    honest = EXTENSION.replace("BODY", "").replace(
+        'ext = load_inline(', '_EXT = None\n\n\ndef get_ext():\n    global _EXT\n    if _EXT is None:\n'
+                             '        _EXT = load_inline(').replace(
+        'functions=["relu_cuda"])', 'functions=["relu_cuda"])\n    return _EXT').replace(
+        "return ext.relu_cuda(x)", "return get_ext().relu_cuda(x)")
+    assert "get_ext().relu_cuda(x)" in honest
+    assert static_findings(honest, RELU) == []
+
+
+MSE = reference("torch.mean((p - t) ** 2)", args="p, t")
+L2NORM = reference("x / torch.norm(x, p=2, dim=1, keepdim=True)")
+
+
+def test_a_final_reduction_of_kernel_results_is_light_only_when_the_reference_ends_in_one():
+    elementwise_then_mean = candidate(
+        "sq = torch.empty_like(p)\nunary_kernel[(triton.cdiv(p.numel(), 256),)](p, sq, p.numel(), BLOCK=256)\n"
+        "return sq.mean()", args="p, t")
+    assert not rules_hit(elementwise_then_mean, MSE)
+    copy_then_sum = candidate(f"copy = torch.empty_like(x)\n{LAUNCH.replace('out', 'copy')}\nreturn copy.sum(dim=1)")
+    assert "torch_compute" in rules_hit(copy_then_sum, SUM)
+    norm_then_divide = candidate(f"copy = torch.empty_like(x)\n{LAUNCH.replace('out', 'copy')}\n"
+                                 "norms = copy.norm(dim=1)\nout = torch.empty_like(x)\n"
+                                 "rows_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=64)\nreturn out")
+    assert "torch_compute" in rules_hit(norm_then_divide, L2NORM)

@@ -49,6 +49,12 @@ class Context:
         """Kernels the forward path names, with the @triton.jit helpers they call."""
         return self.candidate.reachable_kernels(self.forward_path)
 
+    @cached_property
+    def reference_classes(self) -> frozenset[str]:
+        """Reference class names that mean the reference here: Model, and helpers the candidate does not redefine."""
+        own = set(self.candidate.classes)
+        return frozenset(n for n in self.reference.class_names if n == "Model" or n not in own) - {"ModelNew"}
+
     def kind(self, node: Node | None) -> Kind:
         """The kind of an expression on the forward path (OTHER elsewhere)."""
         if node is None:
@@ -77,10 +83,6 @@ class Context:
     def resolve(self, node: Node | None) -> str:
         """The qualified name an expression refers to, '' if it is not an imported name."""
         return self.candidate.resolve(node) or ""
-
-    def is_forward_arg(self, node: Node) -> bool:
-        """True when `node` is, or is a view of, an argument of ModelNew.forward."""
-        return self.kind(node) == Kind.INPUT
 
     def source(self, node: Node) -> str:
         """A node's text, shortened for messages."""

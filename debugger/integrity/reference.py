@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from debugger.integrity import ops
-from debugger.integrity.compute import compute_sites
-from debugger.integrity.syntax import SourceModule, text, walk
+from debugger.integrity.compute import ComputeSite, compute_sites
+from debugger.integrity.syntax import Function, SourceModule, strip_parens, text, walk
 from debugger.integrity.values import Kind, ValueKinds
 
 LOW_PRECISION_DTYPES = {"float16", "half", "bfloat16", "float8_e4m3fn", "float8_e5m2"}
@@ -25,6 +25,7 @@ class ReferenceProfile:
     low_precision: bool = False
     mutates_inputs: bool = False
     class_names: frozenset[str] = frozenset({"Model"})
+    final: frozenset[str] = frozenset()
 
     @property
     def main_weight(self) -> float | None:
@@ -42,7 +43,9 @@ def profile_reference(reference_src: str) -> ReferenceProfile:
         return ReferenceProfile(low_precision=low_precision, class_names=classes)
     functions = module.reachable(entry)
     kinds = ValueKinds(module, functions, entry)
-    families = {site.family for site in compute_sites(module, functions, kinds)}
+    sites = compute_sites(module, functions, kinds)
+    families = {site.family for site in sites}
+    final = frozenset(_final_families(entry, sites))
     computing = {f for f in families if ops.FAMILY_WEIGHT[f] > 0} or families
     top = max((ops.FAMILY_WEIGHT[f] for f in computing), default=0)
     main = frozenset(f for f in computing if ops.FAMILY_WEIGHT[f] == top)
@@ -52,7 +55,26 @@ def profile_reference(reference_src: str) -> ReferenceProfile:
         and kinds.kind(node.child_by_field_name("function").child_by_field_name("object"), fn) == Kind.INPUT
         for fn in functions for node in walk(fn.body)
     ) or "inplace=True" in reference_src.replace(" ", "")
-    return ReferenceProfile(frozenset(families), main, low_precision, mutates, classes)
+    return ReferenceProfile(frozenset(families), main, low_precision, mutates, classes, final)
+
+
+def _final_families(entry: Function, sites: list[ComputeSite]) -> set[str]:
+    """Families of the last op the forward applies: the op in its return expression, through one name."""
+    by_node = {(site.node.start_byte, site.node.end_byte): site.family for site in sites}
+    finals = set()
+    for node in walk(entry.body):
+        if node.type != "return_statement" or not node.named_children:
+            continue
+        value = strip_parens(node.named_children[0])
+        if value.type == "identifier":
+            bound = [a.child_by_field_name("right") for a in walk(entry.body) if a.type == "assignment"
+                     and text(a.child_by_field_name("left")) == text(value) and a.end_byte <= node.start_byte]
+            value = strip_parens(bound[-1]) if bound else value
+        while value.type == "subscript":  # torch.max(x, dim=1)[0]
+            value = strip_parens(value.child_by_field_name("value"))
+        if (value.start_byte, value.end_byte) in by_node:
+            finals.add(by_node[(value.start_byte, value.end_byte)])
+    return finals
 
 
 def _mentions_low_precision(module: SourceModule) -> bool:

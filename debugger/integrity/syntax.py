@@ -334,16 +334,17 @@ class SourceModule:
             cls = next((b for b in bases if b in self.classes), None)
         return None
 
-    def function_of(self, node: Node) -> Function | None:
-        """The top-level function or method whose body contains `node`."""
-        current = node
-        while current is not None:
-            if current.type == "function_definition":
-                for fn in self.functions.values():
-                    if fn.node == current:
-                        return fn
-            current = current.parent
-        return None
+    @cached_property
+    def module_instances(self) -> dict[str, str]:
+        """Module-level names bound to an instance of a class defined in the file (`_OP = TritonOp()`)."""
+        table = {}
+        for stmt in self.root.named_children:
+            node = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else stmt
+            if node.type == "assignment" and node.child_by_field_name("left").type == "identifier":
+                right = strip_parens(node.child_by_field_name("right"))
+                if right.type == "call" and text(right.child_by_field_name("function")) in self.classes:
+                    table[text(node.child_by_field_name("left"))] = text(right.child_by_field_name("function"))
+        return table
 
     @cached_property
     def self_attributes(self) -> dict[tuple[str, str], Node]:
@@ -400,9 +401,10 @@ class SourceModule:
                 name = text(node)
                 if name in self.functions and self.functions[name].cls is None:
                     yield self.functions[name]
-                elif name in self.classes:
+                elif name in self.classes or name in self.module_instances:
+                    cls = self.module_instances.get(name, name)
                     for method in ("__init__", "__call__", "forward"):
-                        if (found := self.method(name, method)) is not None:
+                        if (found := self.method(cls, method)) is not None:
                             yield found
             elif node.type == "attribute":
                 obj, attr = node.child_by_field_name("object"), text(node.child_by_field_name("attribute"))
@@ -441,6 +443,10 @@ class SourceModule:
                  if n.type == "identifier" and text(n) in self.kernels}
         names |= {text(n.child_by_field_name("attribute")) for fn in functions for n in walk(fn.body)
                   if n.type == "attribute" and text(n.child_by_field_name("attribute")) in self.kernels}
+        for fn in functions:
+            for n in walk(fn.body):
+                if n.type in ("identifier", "attribute") and text(n) in self.kernel_aliases:
+                    names |= self.kernel_aliases[text(n)]
         frontier = list(names)
         while frontier:
             kernel = self.kernels[frontier.pop()]
@@ -465,9 +471,38 @@ class SourceModule:
                 obj, attr = callee.child_by_field_name("object"), text(callee.child_by_field_name("attribute"))
                 if attr == "run" and text(obj) in self.kernels:
                     found.append(Launch(node, text(obj), "triton"))
-                elif text(obj) in self.extension_handles:
+                elif text(obj) in self.extension_handles or self._is_extension_factory_call(obj):
                     found.append(Launch(node, attr, "extension"))
         return found
+
+    @cached_property
+    def kernel_aliases(self) -> dict[str, set[str]]:
+        """Names (and `self.x` attributes) bound to kernels or to tables of kernels, with those kernels."""
+        table: dict[str, set[str]] = {}
+        assignments = [(text(n.child_by_field_name("left")), n.child_by_field_name("right"))
+                       for n in walk(self.root) if n.type == "assignment" and n.child_by_field_name("right")]
+        changed = True
+        while changed:
+            changed = False
+            for name, right in assignments:
+                mentioned = set()
+                for node in walk(right):
+                    if node.type in ("identifier", "attribute"):
+                        mentioned |= {text(node)} & set(self.kernels) or table.get(text(node), set())
+                if mentioned - table.get(name, set()):
+                    table[name] = table.get(name, set()) | mentioned
+                    changed = True
+        return table
+
+    def _is_extension_factory_call(self, node: Node) -> bool:
+        """`get_ext()` where the in-file function get_ext builds or returns a load_inline module."""
+        if node.type != "call" or node.child_by_field_name("function").type != "identifier":
+            return False
+        factory = self.functions.get(text(node.child_by_field_name("function")))
+        return factory is not None and any(
+            n.type == "call" and self.resolve(n.child_by_field_name("function")) in EXTENSION_LOADERS
+            or n.type == "identifier" and text(n) in self.extension_handles
+            for n in walk(factory.body))
 
     def _launch_target(self, fn: Function, value: Node) -> str | None | bool:
         """The kernel a subscript-call launches: its name, None (indirect), or False (not a launch)."""
@@ -475,28 +510,15 @@ class SourceModule:
         name = text(value.child_by_field_name("attribute")) if value.type == "attribute" else text(value)
         if name in self.kernels:
             return name
-        if value.type == "identifier":
-            if name in fn.params:
-                return None
-            for node in walk(fn.body):
-                if node.type == "assignment" and text(node.child_by_field_name("left")) == name:
-                    if any(n.type == "identifier" and text(n) in self.kernels
-                           for n in walk(node.child_by_field_name("right"))):
-                        return None
-            return False
-        if value.type == "attribute" and text(value.child_by_field_name("object")) == "self" and fn.cls:
-            rhs = self.self_attributes.get((fn.cls, name))
-            if rhs is not None and any(n.type == "identifier" and text(n) in self.kernels for n in walk(rhs)):
-                return None
+        while value.type == "subscript":  # a table of kernels: KERNELS[key][grid](...)
+            value = strip_parens(value.child_by_field_name("value"))
+        if text(value) in self.kernel_aliases:
+            kernels = self.kernel_aliases[text(value)]
+            return next(iter(kernels)) if len(kernels) == 1 else None
+        if value.type == "identifier" and text(value) in fn.params:
+            return None  # a launcher helper that receives the kernel
         if value.type == "call":  # torch.library.wrap_triton(kernel)[grid](...)
             positional, _ = call_args(value)
             named = [text(a) for a in positional if text(a) in self.kernels]
             return named[0] if named else False
-        if value.type == "subscript":  # a table of kernels: KERNELS[key][grid](...)
-            inner = strip_parens(value.child_by_field_name("value"))
-            for node in walk(self.root):
-                if node.type == "assignment" and text(node.child_by_field_name("left")) == text(inner):
-                    if any(n.type == "identifier" and text(n) in self.kernels
-                           for n in walk(node.child_by_field_name("right"))):
-                        return None
         return False

@@ -55,6 +55,7 @@ class ValueKinds:
         self.functions = functions
         self._events: dict[str, tuple[list[int], list[tuple[str, Node, Node]]]] = {}
         self._params: dict[str, dict[str, Kind]] = {f.qualname: {} for f in functions}
+        self._memo: dict[tuple[str, int, int, str], Kind] = {}
         if entry is not None:
             self._params[entry.qualname] = {p: Kind.INPUT for p in entry.params}
         for fn in functions:
@@ -144,7 +145,12 @@ class ValueKinds:
     def _kind(self, node: Node | None, fn: Function | None, depth: int) -> Kind:
         if node is None or fn is None or depth > 40:
             return Kind.OTHER
-        node = strip_parens(node)
+        key = (fn.qualname, node.start_byte, node.end_byte, node.type)
+        if key not in self._memo:
+            self._memo[key] = self._compute_kind(strip_parens(node), fn, depth)
+        return self._memo[key]
+
+    def _compute_kind(self, node: Node, fn: Function, depth: int) -> Kind:
         kind_of = node.type
         if kind_of in _NUMERIC_LITERALS or kind_of in ("comparison_operator", "not_operator", "lambda"):
             return Kind.META if kind_of != "lambda" else Kind.OTHER
@@ -159,9 +165,12 @@ class ValueKinds:
             right = self._kind(node.child_by_field_name("right"), fn, depth + 1)
             if text(node.child_by_field_name("operator")) == "@":
                 return Kind.PART
-            return max(left, right)
+            if kind_of == "boolean_operator":
+                return max(left, right)  # `a or b` is one of its operands
+            return min(max(left, right), Kind.FULL)  # arithmetic makes a new tensor, never the input itself
         if kind_of == "unary_operator":
-            return self._kind(node.child_by_field_name("argument") or node.named_children[-1], fn, depth + 1)
+            operand = self._kind(node.child_by_field_name("argument") or node.named_children[-1], fn, depth + 1)
+            return min(operand, Kind.FULL)
         if kind_of == "conditional_expression":
             branches = [c for c in node.named_children]
             return max((self._kind(c, fn, depth + 1) for c in (branches[0], branches[-1])), default=Kind.OTHER)
@@ -268,6 +277,7 @@ class ValueKinds:
                         if arg.type in ("list_splat", "dictionary_splat"):
                             continue
                         params[name] = max(params.get(name, Kind.META), self.kind(arg, fn))
+            self._memo.clear()  # parameter kinds changed
 
     def _call_target(self, fn: Function, callee: Node, by_name: dict[str, Function]) -> Function | None:
         if callee.type == "identifier":

@@ -23,24 +23,29 @@ _OPERAND = {Kind.INPUT: "the forward input", Kind.FULL: "an input-sized tensor",
             Kind.PART: "an intermediate tensor", Kind.OTHER: "a value", Kind.META: "metadata"}
 
 
-def judge(site: ComputeSite, reference: ReferenceProfile) -> tuple[str, str] | None:
-    """(severity, reason) for one PyTorch computation, or None when it is harmless glue."""
+def judge(site: ComputeSite, reference: ReferenceProfile, *, on_kernel_output: bool = False) -> tuple[str, str] | None:
+    """(severity, reason) for one PyTorch computation, or None when it is harmless glue.
+
+    `on_kernel_output`: the op reads a tensor a kernel launch wrote earlier in the same function.
+    """
     family = site.family
     if family in ops.HEAVY:
         return REJECT, "a heavy op PyTorch must not compute for the candidate"
     if family == "movement":
         return None
+    if on_kernel_output and site.operand == Kind.FULL and family in ops.FINISHING and _reduces_last(reference):
+        return WARN, "a final reduction of per-element results a kernel produced"
     if site.operand.is_full_size:
         if family in reference.main:
             return REJECT, "the reference's main computation, applied to the full data"
         if ops.FAMILY_WEIGHT[family] >= 2:
             return REJECT, "a substantial computation over the full data"
         # Without a matmul or conv in the reference, elementwise work over the full data is a large
-        # share of the operator (softmax's exp, a norm's scaling); arithmetic is, for elementwise operators.
+        # share of the operator (softmax's exp, a norm's scaling, MSE's differences).
         main_weight = reference.main_weight
-        if main_weight is not None and main_weight < 3 and (family != "arith" or main_weight <= 1):
+        if main_weight is not None and main_weight < 3:
             return REJECT, "a large share of the operator's work, over the full data"
-        return WARN, "elementwise PyTorch work on the full data"
+        return WARN, "elementwise PyTorch work on the full data (an epilogue next to the heavy op)"
     if family in ops.FINISHING:
         return WARN, "light post-processing of kernel results"
     if family in reference.main:
@@ -50,13 +55,41 @@ def judge(site: ComputeSite, reference: ReferenceProfile) -> tuple[str, str] | N
     return WARN, "light PyTorch work on kernel results"
 
 
+def _reduces_last(reference: ReferenceProfile) -> bool:
+    """The reference ends in a loss, or in a reduction of something it computed first (MSE's mean of
+    squared differences), so a kernel can do the rest and leave the final reduction to PyTorch."""
+    if "loss" in reference.final:
+        return True
+    return "reduction" in reference.final and bool(reference.families - {"reduction", "movement"})
+
+
+def _reads_kernel_output(ctx: Context, site: ComputeSite) -> bool:
+    """The op's tensor operand was passed to a kernel launch earlier in the same function."""
+    node = site.node
+    if node.type == "call":
+        callee = node.child_by_field_name("function")
+        positional, _ = call_args(node)
+        operands = [callee.child_by_field_name("object")] if callee.type == "attribute" and \
+            not ctx.resolve(callee) else positional[:1]
+    else:
+        operands = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+    names = {text(o) for o in operands if o is not None and o.type == "identifier"}
+    fn_body = site.function.body
+    for launch in ctx.launches:
+        inside = fn_body.start_byte <= launch.node.start_byte and launch.node.end_byte <= node.start_byte
+        if inside and names & {text(n) for n in walk(launch.node.child_by_field_name("arguments"))
+                               if n.type == "identifier"}:
+            return True
+    return False
+
+
 @rule("torch_compute", REJECT,
       rationale="PyTorch may allocate, view, cast and launch, but not compute the operator's heavy part; "
                 "light finishing of kernel results (a mean of per-row partials) is only reported.")
 def torch_compute(ctx: Context) -> list[Finding]:
     findings: dict[tuple[int, str], Finding] = {}
     for site in ctx.sites:
-        verdict = judge(site, ctx.reference)
+        verdict = judge(site, ctx.reference, on_kernel_output=_reads_kernel_output(ctx, site))
         if verdict is None:
             continue
         severity, reason = verdict

@@ -9,7 +9,7 @@ from debugger.integrity import ops
 from debugger.integrity.checks.compute import judge
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
-from debugger.integrity.syntax import Function, call_args, enclosing, line, strip_parens, text, walk
+from debugger.integrity.syntax import Function, call_args, line, strip_parens, text, walk
 from debugger.integrity.values import Kind
 
 _METADATA = re.compile(r"\.(shape|dtype|device|is_cuda|ndim|layout)\b|\.(size|numel|dim|stride|is_contiguous|"
@@ -20,24 +20,22 @@ def _contains(outer: Node, inner: Node) -> bool:
     return outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte
 
 
-def _rejected_compute_in(ctx: Context, region: Node, *, finishing_ok: bool) -> list:
-    """Compute sites in `region` that do real work (not glue; with finishing_ok, not light finishing)."""
+def _compute_in(ctx: Context, region: Node, *, light_ok: bool) -> list:
+    """Compute sites in `region` that do real work: not glue, not light finishing of kernel results,
+    and with light_ok not any work the compute rule only warns about."""
     found = []
     for site in ctx.sites:
         if not _contains(region, site.node):
             continue
         verdict = judge(site, ctx.reference)
-        if verdict is None:
-            continue
-        if finishing_ok and verdict[0] == WARN and not site.operand.is_full_size:
+        if verdict is None or (verdict[0] == WARN and (light_ok or not site.operand.is_full_size)):
             continue
         found.append(site)
     return found
 
 
 def _calls_reference_model(ctx: Context, region: Node) -> bool:
-    return any(n.type == "identifier" and text(n) in ctx.reference.class_names
-               and text(n) not in ("ModelNew",) for n in walk(region))
+    return any(n.type == "identifier" and text(n) in ctx.reference_classes for n in walk(region))
 
 
 @rule("try_except_fallback", REJECT,
@@ -49,7 +47,7 @@ def try_except_fallback(ctx: Context) -> list[Finding]:
         for handler in node.named_children:
             if handler.type not in ("except_clause", "except_group_clause", "else_clause", "finally_clause"):
                 continue
-            computing = _rejected_compute_in(ctx, handler, finishing_ok=True)
+            computing = _compute_in(ctx, handler, light_ok=False)
             if computing or _calls_reference_model(ctx, handler):
                 what = computing[0].op if computing else "the reference model"
                 found.append(Finding("try_except_fallback", REJECT,
@@ -63,12 +61,19 @@ def _input_dependent(ctx: Context, fn: Function, condition: Node) -> bool:
     if _METADATA.search(text(condition)) or _reads_input_values(ctx, fn, condition):
         return True
     for node in walk(condition):
-        if node.type == "identifier":
+        if node.type == "identifier" and not _is_none_test(node):
             if ctx.kinds.kind(node, fn).is_tensor:
                 return True
             if _bound_from_metadata(fn, text(node), condition):
                 return True
     return False
+
+
+def _is_none_test(node: Node) -> bool:
+    """`bias is None` / `bias is not None`: whether an optional argument was given, not its shape or values."""
+    parent = node.parent
+    return parent is not None and parent.type == "comparison_operator" and any(
+        not c.is_named and text(c) in ("is", "is not") for c in parent.children)
 
 
 def _bindings(fn: Function, name: str, before: Node) -> list[Node]:
@@ -98,7 +103,7 @@ def _branches(node: Node) -> list[Node]:
 
 def _shortcut(ctx: Context, fn: Function, branch: Node, returned: bool) -> str | None:
     """Why a branch computes differently: PyTorch compute, returning the input, or returning a constant."""
-    computing = _rejected_compute_in(ctx, branch, finishing_ok=True)
+    computing = _compute_in(ctx, branch, light_ok=True)
     if computing:
         return f"computes {computing[0].op} with PyTorch"
     if _calls_reference_model(ctx, branch):

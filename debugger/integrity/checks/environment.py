@@ -34,6 +34,11 @@ SUBCLASS_BASES = {"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase",
 SUBCLASS_MARKERS = {"__torch_function__", "__torch_dispatch__", "_make_subclass", "_make_wrapper_subclass"}
 DISPATCH_MODULES = ("torch.overrides", "torch.utils._python_dispatch", "torch._subclasses", "torch.library")
 HARMLESS_TORCH_SETTERS = {"torch.set_grad_enabled", "torch.set_printoptions"}
+VENDOR_MODULES = {"flash_attn", "xformers", "apex", "cupy", "jax", "jaxlib", "tensorflow", "numba", "scipy",
+                  "transformer_engine", "torch_tensorrt", "tensorrt", "onnxruntime", "deepspeed", "bitsandbytes",
+                  "liger_kernel", "vllm", "sgl_kernel", "flashinfer", "cutlass", "cuda", "pycuda", "thunderkittens"}
+HOOK_METHODS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+                "register_module_forward_hook", "register_module_forward_pre_hook"}
 
 
 def _modules_named(ctx: Context, names: set[str]) -> list[tuple[str, Node]]:
@@ -64,18 +69,18 @@ def reference_model(ctx: Context) -> list[Finding]:
     found = []
     for module, node in ctx.candidate.imported_modules:
         parts = set(module.lower().split("."))
-        if parts & REFERENCE_MODULES or module.split(".")[-1] in ctx.reference.class_names - {"ModelNew"}:
+        if parts & REFERENCE_MODULES or module.split(".")[-1] in ctx.reference_classes:
             if not module.startswith(("torch", "triton")):
                 found.append(Finding("reference_model", REJECT, f"imports {module}", line(node)))
     if "ModelNew" in ctx.candidate.classes:
         model_new = ctx.candidate.classes["ModelNew"]
         for base in _base_chain(ctx, "ModelNew"):
-            if text(base).split(".")[-1] in ctx.reference.class_names:
+            if text(base).split(".")[-1] in ctx.reference_classes:
                 found.append(Finding("reference_model", REJECT, f"ModelNew derives from {text(base)}", line(base)))
         scopes = [model_new] + [fn.node for fn in ctx.forward_path]
         for scope in scopes:
             for node in walk(scope):
-                if node.type == "identifier" and text(node) in ctx.reference.class_names - {"ModelNew"} \
+                if node.type == "identifier" and text(node) in ctx.reference_classes \
                         and not _is_definition_name(node):
                     found.append(Finding("reference_model", REJECT, f"uses the reference class {text(node)}",
                                          line(node)))
@@ -117,8 +122,10 @@ def monkeypatch(ctx: Context) -> list[Finding]:
                 continue
             for item in (target.named_children if target.type in ("pattern_list", "tuple_pattern", "expression_list")
                          else [target]):
-                if item.type == "subscript":
+                if item.type == "subscript":  # os.environ["X"] = ... is configuration, not patching
                     item = item.child_by_field_name("value")
+                    if text(item) != "__builtins__":
+                        continue
                 if item.type != "attribute" and text(item) != "__builtins__":
                     continue
                 root = _root_module(ctx, item) if item.type == "attribute" else "builtins"
@@ -312,6 +319,37 @@ def cpu_roundtrip(ctx: Context) -> list[Finding]:
     return found
 
 
+@rule("vendor_library", REJECT,
+      rationale="Kernels from other libraries (flash-attn, xformers, apex, cupy, numba, ...) are not the "
+                "candidate's own Triton or load_inline code.")
+def vendor_library(ctx: Context) -> list[Finding]:
+    return _unique([Finding("vendor_library", REJECT, f"imports {module}", line(node))
+                    for module, node in _modules_named(ctx, VENDOR_MODULES)])
+
+
+@rule("forward_override", REJECT,
+      rationale="Hooks, a replaced forward or __call__ change what calling the module returns, out of sight "
+                "of the forward the rules read.")
+def forward_override(ctx: Context) -> list[Finding]:
+    found = []
+    for node in ctx.file_nodes("call"):
+        callee = node.child_by_field_name("function")
+        method = text(callee.child_by_field_name("attribute")) if callee.type == "attribute" else text(callee)
+        if method in HOOK_METHODS or ctx.resolve(callee).split(".")[-1] in HOOK_METHODS:
+            found.append(Finding("forward_override", REJECT, f"registers a hook with {text(callee)}", line(node)))
+    for node in ctx.file_nodes("assignment"):
+        left = node.child_by_field_name("left")
+        if left is not None and left.type == "attribute" \
+                and text(left.child_by_field_name("attribute")) in ("forward", "__call__", "_call_impl"):
+            found.append(Finding("forward_override", REJECT, f"replaces {text(left)}", line(node)))
+    for method in ("__call__", "_call_impl"):
+        overridden = ctx.candidate.method("ModelNew", method) if "ModelNew" in ctx.candidate.classes else None
+        if overridden is not None:
+            found.append(Finding("forward_override", REJECT, f"ModelNew defines {method}, bypassing forward",
+                                 line(overridden.node)))
+    return found
+
+
 def _unique(findings: list[Finding]) -> list[Finding]:
     seen, unique = set(), []
     for finding in findings:
@@ -323,4 +361,4 @@ def _unique(findings: list[Finding]) -> list[Finding]:
 
 
 RULES = [reference_model, monkeypatch, global_flags, introspection, obfuscated_call, file_or_network,
-         thread_or_process, side_stream, tensor_subclass, cpu_roundtrip]
+         thread_or_process, side_stream, tensor_subclass, cpu_roundtrip, vendor_library, forward_override]

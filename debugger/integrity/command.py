@@ -1,0 +1,29 @@
+"""`kdebug check`: the integrity gate on its own (exit 0 accept, 3 reject, 2 unusable input)."""
+from __future__ import annotations
+
+from debugger.output import log, print_json
+
+
+def register(sub, case_args) -> None:
+    p = sub.add_parser("check", help="integrity gate: does the candidate really compute the operator itself?")
+    case_args(p)
+    p.add_argument("--strict-precision", action="store_true", help="also reject tf32 in tl.dot for float32 tasks")
+    p.add_argument("--static-only", action="store_true", help="run only the static rules (no sandboxed run)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from debugger.cli import _load
+    from debugger.integrity.gate import check
+
+    case, settings = _load(args)
+    log(f"checking {case.name} on {settings.device} ...")
+    verdict = check(case, settings.device, strict_precision=args.strict_precision, dynamic=not args.static_only,
+                    timeout=settings.timeout)
+    if args.json:
+        print_json(verdict.to_dict())
+    else:
+        print(f"verdict: {verdict.verdict}")
+        for f in verdict.findings:
+            print(f"  {f.severity:<6} {f.rule:<30} line {f.line or '-':<4} {f.message}")
+    return 0 if verdict.accepted else 3
