@@ -17,6 +17,8 @@ ERROR_MAP = {
     "sparse_wrong": "a few scattered elements are wrong",
     "nan_in_output": "the candidate produces NaN where the reference does not",
     "inf_in_output": "the candidate produces Inf where the reference does not",
+    "memory_fault": "the kernel crashed its process (an out-of-bounds store or load corrupted memory)",
+    "raises_exception": "the candidate raised an exception on some input sets",
 }
 
 # Magnitude structure (how the values are wrong).

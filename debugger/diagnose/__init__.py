@@ -62,6 +62,10 @@ def _tags(diag: Diagnosis, report, block_sizes) -> set[str]:
             if o.problem and "dtype" in o.problem:
                 tags.add("dtype_mismatch")
     tags.update(errormap.dependence(report))
+    for check in report.checks:
+        if check.status in ("runtime_error", "timeout"):
+            fault = any(w in check.message for w in ("SIGSEGV", "SIGABRT", "SIGBUS", "double free", "malloc"))
+            tags.add("memory_fault" if fault else "raises_exception")
     for maps in diag.error_maps.values():
         for facts in maps:
             tags.update(facts.get("symptoms", []))

@@ -14,7 +14,8 @@ from debugger.settings import bug_classes
 # class -> {evidence tag: weight}
 WEIGHTS: dict[str, dict[str, float]] = {
     "mask_missing": {"tail_block_wrong": 2.5, "unmasked_load": 1.0, "unmasked_store": 1.0, "masked_lane_store": 2.0,
-                     "out_of_bounds_load": 2.0, "nan_in_output": 0.5, "fails_other_shapes": 0.5, "sparse_wrong": 0.5},
+                     "out_of_bounds_load": 2.0, "nan_in_output": 0.5, "fails_other_shapes": 0.5, "sparse_wrong": 0.5,
+                     "memory_fault": 2.5},
     "grid_undercount": {"never_written": 1.5, "floor_div_grid": 3.0, "programs_missing": 1.5, "tail_block_wrong": 1.0},
     "unwritten_output": {"never_written": 2.5, "programs_missing": 1.0, "periodic_errors": 0.5,
                          "whole_rows_wrong": 0.5, "whole_cols_wrong": 0.5},
@@ -28,8 +29,8 @@ WEIGHTS: dict[str, dict[str, float]] = {
     "normalization_formula": {"divides_by_block": 2.5, "constant_factor": 1.0, "all_wrong": 0.5,
                               "precision_noise": 0.5, "offset_error": 0.5, "family:norm": 1.5},
     "k_loop_tail": {"family:matmul": 0.8, "family:conv": 0.5, "unmasked_load": 0.8, "tail_block_wrong": 0.5,
-                    "all_wrong": 0.3, "nan_in_output": 0.5},
-    "pointer_advance": {"loop_pointer_not_advanced": 3.0, "all_wrong": 0.5, "large_error": 0.3},
+                    "all_wrong": 0.3, "nan_in_output": 0.5, "memory_fault": 0.8},
+    "pointer_advance": {"loop_pointer_not_advanced": 3.0, "all_wrong": 0.5, "large_error": 0.3, "memory_fault": 0.3},
     "broadcast_axis": {"fails_param_redraw": 2.0, "periodic_errors": 0.8, "whole_cols_wrong": 0.5,
                        "whole_rows_wrong": 0.5},
     "write_race": {"run_to_run_drift": 2.5, "store_without_atomic": 2.5, "programs_overlap": 2.5},

@@ -214,6 +214,15 @@ class CandidateRole:
             "launches": self.recorder.kernels(),
             "ops": dict(mode.ops),
         }
+        raw = getattr(self.cand_module, "__kdebug_probes__", None)
+        if spec.get("probes") and raw is not None:
+            from debugger.sandbox.probe_summary import summarise
+            try:
+                info["probes"] = summarise(raw, outs, self.recorder.launches, self.pristine)
+            except Exception as e:  # noqa: BLE001 - probes are evidence, not a requirement
+                info["probes"] = {"error": f"{type(e).__name__}: {e}"}
+            for v in raw.values():
+                v.clear()
         blob = channel.tensors_to_blob([_plain(o) for o in outs])
         del xs, out, outs
         return info, blob

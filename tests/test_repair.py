@@ -1,0 +1,157 @@
+"""The repair graph end to end on real kernels: kb backend, openai backend over loopback, guards, gate."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from debugger.case import case_from_sources, load_case
+from debugger.ledger import Ledger
+from debugger.repair import repair
+from debugger.settings import resolve
+from graphs.repair import MERMAID_PATH, mermaid
+from tests.replay_server import ReplayServer
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCALE_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x * 3.0 + 1.0
+
+
+n = 1500
+
+
+def get_inputs():
+    return [torch.randn(n)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+SCALE_KERNEL = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def affine_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = x * 2.0 + 1.0
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        affine_kernel[(triton.cdiv(n, 512),)](x, out, n, BLOCK=512)
+        return out
+'''
+
+GOOD_EDIT = "<<<<<<< SEARCH\n    y = x * 2.0 + 1.0\n=======\n    y = x * 3.0 + 1.0\n>>>>>>> REPLACE\n"
+CHEAT_EDIT = ("<<<<<<< SEARCH\n        return out\n=======\n        return x * 3.0 + 1.0\n>>>>>>> REPLACE\n")
+TAMPER_EDIT = ("<<<<<<< SEARCH\n        return out\n=======\n        return out\n\n\ndef get_inputs():\n"
+               "    return []\n>>>>>>> REPLACE\n")
+USELESS_EDIT = "<<<<<<< SEARCH\n    y = x * 2.0 + 1.0\n=======\n    y = x * 2.5 + 1.0\n>>>>>>> REPLACE\n"
+
+
+def settings(**kw):
+    base = dict(device="cpu", backend="kb", max_iters=6, timeout=120)
+    base.update(kw)
+    return resolve(**base)
+
+
+def test_graph_diagram_is_rendered_from_the_graph():
+    assert MERMAID_PATH.read_text() == mermaid(), "run `python -m graphs.repair` to refresh graphs/repair.mmd"
+
+
+def test_kb_backend_repairs_the_example(tmp_path):
+    shutil.copytree(REPO / "examples" / "softmax", tmp_path / "case")
+    (tmp_path / "case" / "fixed.py").unlink()
+    case = load_case(tmp_path / "case")
+    ledger = Ledger(tmp_path / "ledger.db")
+    result = repair(case, settings=settings(), ledger=ledger, write_back=False)
+    assert result.status == "repaired", result.message
+    assert result.bug_class == "numerical_overflow"
+    out = Path(result.output)
+    assert out.name == "candidate.repaired.py" and out.exists()
+    assert (tmp_path / "case" / "candidate.py").read_text() == case.candidate_src  # never overwritten
+    assert "tl.max" in result.diff and result.tokens == {"prompt": 0, "completion": 0}
+    assert result.verdict["verdict"] == "accept"
+    runs = ledger.runs()
+    assert runs[0]["status"] == "repaired" and ledger.iterations(result.run_id)[-1]["outcome"] == "fixed"
+    assert ledger.outcomes() and ledger.outcomes()[-1]["recipe"] == "subtract_rowmax"
+
+
+def test_openai_backend_repairs_what_no_recipe_fixes(tmp_path):
+    case = case_from_sources(SCALE_REF, SCALE_KERNEL, name="affine")
+    with ReplayServer([{"status": 503}, {"content": "Fix the slope.\n" + GOOD_EDIT, "prompt_tokens": 900,
+                                          "completion_tokens": 40}]) as server:
+        result = repair(case, settings=settings(backend="auto", base_url=server.base_url, api_key="k", model="m"),
+                        ledger=Ledger(tmp_path / "l.db"), write_files=False, write_back=False)
+        prompt = server.requests[-1]["body"]["messages"][1]["content"]
+    assert result.status == "repaired", result.history
+    assert result.tokens == {"prompt": 900, "completion": 40}
+    assert "x * 3.0 + 1.0" in result.repaired_src
+    assert "## Diagnosis" in prompt and "## Current kernel" in prompt and "SCALE" not in prompt
+    assert len(server.requests) == 2  # one retry after the 503
+    kb_tries = [h for h in result.history if h["origin"] == "recipe"]
+    assert all(h["outcome"] != "fixed" for h in kb_tries)
+
+
+def test_cheating_fix_is_rejected_by_the_gate(tmp_path):
+    case = case_from_sources(SCALE_REF, SCALE_KERNEL, name="affine")
+    with ReplayServer([{"content": CHEAT_EDIT}]) as server:
+        result = repair(case, settings=settings(backend="openai", base_url=server.base_url, model="m", max_iters=2),
+                        ledger=Ledger(tmp_path / "l.db"), write_files=False, write_back=False)
+    assert result.status == "rejected"
+    assert any(h.get("verdict") == "reject" for h in result.history)
+
+
+def test_guards_fire_and_say_which(tmp_path):
+    case = case_from_sources(SCALE_REF, SCALE_KERNEL, name="affine")
+    with ReplayServer([{"content": TAMPER_EDIT}, {"content": USELESS_EDIT}, {"content": USELESS_EDIT}]) as server:
+        result = repair(case, settings=settings(backend="openai", base_url=server.base_url, model="m", max_iters=3),
+                        ledger=Ledger(tmp_path / "l.db"), write_files=False, write_back=False)
+    assert result.status == "unrepaired"
+    assert result.guard == "max_iterations"
+    messages = [h["message"] or "" for h in result.history]
+    assert any("get_inputs" in m for m in messages)  # harness edit refused
+    assert any("already tried" in m for m in messages)  # duplicate patch caught
+
+
+def test_authentication_error_is_one_clear_line(tmp_path):
+    case_dir = tmp_path / "c"
+    case_dir.mkdir()
+    (case_dir / "reference.py").write_text(SCALE_REF)
+    (case_dir / "candidate.py").write_text(SCALE_KERNEL)
+    with ReplayServer([{"status": 401}]) as server:
+        env = {"PATH": "/usr/bin:/bin", "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "bad",
+               "KDEBUG_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1"}
+        proc = subprocess.run([sys.executable, "-m", "debugger.cli", "repair", str(case_dir), "--device", "cpu",
+                               "--backend", "openai", "--model", "m", "--json", "--no-retrieval", "--no-write-back"],
+                              capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert data["status"] == "unrepaired" and data["guard"] == "backend_error"
+    assert "authentication failed" in proc.stderr and "Traceback" not in proc.stderr
