@@ -172,19 +172,38 @@ def model():
     return load_model()
 
 
-@pytest.fixture
-def kb_dir(tmp_path):
-    kb = tmp_path / "kb"
-    for pid in PATTERNS:
+def build_kb(root, patterns=tuple(PATTERNS), kernels=tuple(KERNELS)):
+    kb = root / "kb"
+    for pid in patterns:
         write_pattern(kb, pid)
-    for name in KERNELS:
+    for name in kernels:
         write_kernel(kb, name)
     return kb
 
 
 @pytest.fixture
+def kb_dir(tmp_path):
+    return build_kb(tmp_path)
+
+
+@pytest.fixture
 def kb(kb_dir, tmp_path, model):
     return KnowledgeBase(kb_dir, tmp_path / "data")
+
+
+@pytest.fixture(scope="module")
+def shared_kb(tmp_path_factory, model):
+    """One indexed knowledge base for the read-only retrieval tests (embedding is the slow part)."""
+    root = tmp_path_factory.mktemp("shared")
+    kb = KnowledgeBase(build_kb(root), root / "data")
+    kb.reindex()
+    return kb
+
+
+@pytest.fixture
+def small_kb(tmp_path, model):
+    """A knowledge base of one pattern, for tests that index from scratch."""
+    return KnowledgeBase(build_kb(tmp_path, ["grid-floor-division"], []), tmp_path / "data")
 
 
 # ----------------------------------------------------------------------------- schema and loading
@@ -285,16 +304,16 @@ def test_reindex_is_incremental_by_content_hash_and_drops_deleted_files(kb, kb_d
     assert again.reindex()["unchanged"] == 4 and again.index.embedder.embedded == 0
 
 
-def test_invalid_files_are_left_out_and_reported(kb, kb_dir):
-    kb.reindex()
-    path = kb_dir / "patterns" / "softmax-overflow.md"
-    path.write_text(path.read_text().replace("bug_class: numerical_overflow", "bug_class: nope"))
-    result = kb.reindex()
+def test_invalid_files_are_left_out_and_reported(small_kb):
+    small_kb.reindex()
+    path = small_kb.kb_dir / "patterns" / "grid-floor-division.md"
+    path.write_text(path.read_text().replace("bug_class: grid_undercount", "bug_class: nope"))
+    result = small_kb.reindex()
     assert result["removed"] == 1 and len(result["problems"]) == 1 and "nope" in result["problems"][0]
 
 
-def test_stats(kb):
-    stats = kb.stats()
+def test_stats(shared_kb):
+    stats = shared_kb.stats()
     assert (stats["patterns"], stats["reference_kernels"]) == (4, 2)
     assert stats["by_class"] == {"grid_undercount": 1, "mask_missing": 1, "normalization_formula": 1,
                                  "numerical_overflow": 1}
@@ -311,21 +330,21 @@ def test_stats(kb):
     (None, ["tail_block_wrong", "unmasked_store"], "add-unmasked-tail"),
     ("mean and variance are off by a constant factor per row", None, "layernorm-divides-by-block"),
 ])
-def test_search_by_symptoms_and_words(kb, query, tags, expected):
-    hits = kb.search(query, symptoms=tags, k=3)
+def test_search_by_symptoms_and_words(shared_kb, query, tags, expected):
+    hits = shared_kb.search(query, symptoms=tags, k=3)
     assert hits[0].id == expected, [(h.id, h.score) for h in hits]
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     assert hits[0].kind == "pattern" and hits[0].path.endswith(f"{expected}.md")
 
 
-def test_search_filters_by_class_and_kind(kb):
-    assert [h.id for h in kb.search("kernel", bug_class="grid_undercount")] == ["grid-floor-division"]
-    assert {h.kind for h in kb.search("softmax", kind="reference_kernel")} == {"reference_kernel"}
-    hit = kb.search("overflow", operator="log_softmax", kind="pattern", k=1)[0]
+def test_search_filters_by_class_and_kind(shared_kb):
+    assert [h.id for h in shared_kb.search("kernel", bug_class="grid_undercount")] == ["grid-floor-division"]
+    assert {h.kind for h in shared_kb.search("softmax", kind="reference_kernel")} == {"reference_kernel"}
+    hit = shared_kb.search("overflow", operator="log_softmax", kind="pattern", k=1)[0]
     assert hit.id == "softmax-overflow" and hit.fix_recipe == "subtract_rowmax"
 
 
-def test_for_diagnosis_prefers_the_hypothesised_class(kb):
+def test_for_diagnosis_prefers_the_hypothesised_class(shared_kb):
     diagnosis = {
         "hypotheses": [
             {"bug_class": "normalization_formula", "confidence": 0.7,
@@ -335,40 +354,42 @@ def test_for_diagnosis_prefers_the_hypothesised_class(kb):
         "symptoms": ["whole_rows_wrong"],
         "error_signature": {"status": "mismatch", "kind": "mismatch", "check": "seed0"},
     }
-    hits = kb.for_diagnosis(diagnosis, kernel_file(NORM_BEFORE, NORM_LAUNCH), k=3)
+    hits = shared_kb.for_diagnosis(diagnosis, kernel_file(NORM_BEFORE, NORM_LAUNCH), k=3)
     assert [h.id for h in hits][:2] == ["layernorm-divides-by-block", "add-unmasked-tail"]
     assert hits[0].signals["symptoms"] > 0 and hits[0].signals["bug_class"] == 0.7
 
 
-def test_closest_reference_kernel_by_code(kb):
+def test_closest_reference_kernel_by_code(shared_kb):
     candidate = kernel_file(SOFTMAX_BEFORE.replace("x_ptr", "src").replace("num", "e"), SOFTMAX_LAUNCH)
-    assert kb.closest_reference_kernel(candidate).id == "softmax"
-    assert kb.closest_reference_kernel(kernel_file(ADD_BEFORE, ADD_LAUNCH)).id == "vector_add"
+    assert shared_kb.closest_reference_kernel(candidate).id == "softmax"
+    assert shared_kb.closest_reference_kernel(kernel_file(ADD_BEFORE, ADD_LAUNCH)).id == "vector_add"
 
 
-def test_search_on_an_unindexed_store_indexes_first(kb_dir, tmp_path, model):
-    kb = KnowledgeBase(kb_dir, tmp_path / "fresh")
-    assert kb.index.is_empty()
-    assert kb.search(symptoms=["floor_div_grid"], k=1)[0].id == "grid-floor-division"
-    assert not kb.index.is_empty()
+def test_search_on_an_unindexed_store_indexes_first(small_kb):
+    assert small_kb.index.is_empty()
+    assert small_kb.search(symptoms=["floor_div_grid"], k=1)[0].id == "grid-floor-division"
+    assert not small_kb.index.is_empty()
 
 
 # ----------------------------------------------------------------------------- add
 
 
-def test_add_copies_validates_and_never_overwrites(kb, kb_dir, tmp_path):
+def test_add_copies_validates_and_never_overwrites(small_kb, tmp_path):
+    kb, kb_dir = small_kb, small_kb.kb_dir
     kb.reindex()
     outside = tmp_path / "incoming"
     new = write_pattern(outside, "grid-floor-division", id="grid-rows-floor-division")
     new = new.rename(new.with_name("grid-rows-floor-division.md"))
     result = kb.add(new)
     assert result["action"] == "added" and (kb_dir / "patterns" / "grid-rows-floor-division.md").exists()
-    assert kb.stats()["patterns"] == 5
+    assert kb.stats()["patterns"] == 2
     with pytest.raises(KnowledgeError, match="already used by"):
         kb.add(new)
     bad = write_pattern(outside, "softmax-overflow", bug_class="nope")
     with pytest.raises(KnowledgeError, match="not a bug class"):
         kb.add(bad)
-    assert kb.stats()["patterns"] == 5
+    assert kb.stats()["patterns"] == 2
     result = kb.add(write_kernel(outside, "softmax").rename(outside / "reference_kernels" / "softmax2"))
-    assert result["kind"] == "reference_kernel" and kb.stats()["reference_kernels"] == 3
+    assert result["kind"] == "reference_kernel" and kb.stats()["reference_kernels"] == 1
+    with pytest.raises(KnowledgeError, match="exists already"):
+        kb.add(outside / "reference_kernels" / "softmax2")

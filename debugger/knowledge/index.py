@@ -211,3 +211,13 @@ class KnowledgeIndex:
             "last_indexed": max((r["indexed_at"] for r in rows), default=None),
             "data_dir": str(self.data_dir),
         }
+
+
+def reindex(kb_dir: Path | str | None = None, data_dir: Path | str | None = None) -> dict:
+    """Bring the index under data_dir in line with the files under kb_dir (see KnowledgeIndex.reindex)."""
+    return KnowledgeIndex(data_dir).reindex(kb_dir)
+
+
+def stats(data_dir: Path | str | None = None) -> dict:
+    """Counts over the index under data_dir (see KnowledgeIndex.stats)."""
+    return KnowledgeIndex(data_dir).stats()

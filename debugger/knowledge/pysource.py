@@ -201,3 +201,72 @@ def api_calls(src: str) -> set[str]:
                 continue
         stack.extend(node.children)
     return found
+
+
+class ParsedSource:
+    """A source with its tokens, statements and line offsets, parsed once (for templates)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.data = text.encode()
+        self.tree = parse(text)
+        self.toks = tokens(text, self.tree)
+        self.stmts = statements(self.tree)
+        self.line_starts = [0] + [i + 1 for i, b in enumerate(self.data) if b == 10]
+        self.tok_at = {t.start: i for i, t in enumerate(self.toks)}
+        self.tok_ending = {t.end: i for i, t in enumerate(self.toks)}
+        self.stmt_spans = [self._span(s) for s in self.stmts]
+
+    def _span(self, s: Statement) -> tuple[int, int]:
+        first = self.tok_at.get(s.start)
+        if first is None:
+            first = next((i for i, t in enumerate(self.toks) if t.start >= s.start), len(self.toks))
+        last = first
+        while last + 1 < len(self.toks) and self.toks[last + 1].end <= s.end:
+            last += 1
+        return first, last
+
+    def stmt_key(self, k: int) -> tuple[str, ...]:
+        a, b = self.stmt_spans[k]
+        return tuple(t.key for t in self.toks[a:b + 1])
+
+    def line_text(self, first: int, last: int) -> str:
+        end = self.line_starts[last + 1] if last + 1 < len(self.line_starts) else len(self.data)
+        return self.data[self.line_starts[first]:end].decode(errors="replace").rstrip("\n")
+
+    def identifiers(self) -> set[str]:
+        return {t.text for t in self.toks if t.text.isidentifier()}
+
+    def function_node(self, span: tuple[int, int] | None):
+        if span is None:
+            return None
+        node = self.tree.root_node.descendant_for_byte_range(span[0], span[1])
+        while node is not None and node.type != "function_definition":
+            node = node.parent
+        return node
+
+    def parameters(self, span: tuple[int, int] | None) -> list[tuple[str, bool]]:
+        """(name, is_constexpr) for each parameter of the function at `span`."""
+        node = self.function_node(span)
+        if node is None:
+            return []
+        out = []
+        for p in node.child_by_field_name("parameters").named_children:
+            ident = p if p.type == "identifier" else next(
+                (c for c in p.named_children if c.type == "identifier"), None)
+            if ident is not None:
+                text = self.data[p.start_byte:p.end_byte].decode(errors="replace")
+                out.append((ident.text.decode(), "constexpr" in text))
+        return out
+
+    def uses(self, name: str, span: tuple[int, int] | None) -> set[str]:
+        """The tokens right next to each use of `name` in the body of the function at `span`."""
+        node = self.function_node(span)
+        if node is None:
+            return set()
+        body = node.child_by_field_name("body")
+        out = set()
+        for i, t in enumerate(self.toks):
+            if t.text == name and body.start_byte <= t.start < body.end_byte:
+                out.update(x.text for x in self.toks[max(i - 1, 0):i + 2:2] if x is not t)
+        return out

@@ -83,6 +83,14 @@ class Template(BaseModel):
     hunks: list[TemplateHunk] = Field(min_length=1)
     names: dict[str, TemplateName] = Field(default_factory=dict)
 
+    @field_validator("names")
+    @classmethod
+    def _placeholder_keys(cls, v: dict) -> dict:
+        bad = [k for k in v if not re.fullmatch(r"\$[A-Z]+", k)]
+        if bad:
+            raise ValueError(f"{bad} are not placeholders ($A, $B, ..., $AA)")
+        return v
+
     @model_validator(mode="after")
     def _placeholders_declared(self) -> "Template":
         used = set()

@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from debugger import settings, symptoms as vocabulary
+from debugger.knowledge.distil import NAME_RE, extract_template
 from debugger.knowledge.index import KnowledgeIndex
 from debugger.knowledge.loader import load_all, load_pattern
 from debugger.knowledge.markdown import dump_front_matter, fence, split_front_matter
 from debugger.knowledge.retrieve import diagnosis_query
 from debugger.knowledge.schema import KnowledgeError, Pattern, Provenance, Template
-from debugger.knowledge.templates import NAME_RE, canonical_edit, extract_template
+from debugger.knowledge.templates import canonical_edit
 
 EDIT_MERGE = 0.9
 EMBED_MERGE = 0.97
@@ -31,8 +32,10 @@ TITLE_PART = 60
 
 
 def unified_diff(before_src: str, after_src: str) -> str:
-    return "".join(difflib.unified_diff(before_src.splitlines(keepends=True), after_src.splitlines(keepends=True),
-                                        "before.py", "after.py", n=2))
+    """The unified diff before -> after, lines right-stripped (so YAML keeps it as a readable block)."""
+    lines = difflib.unified_diff(before_src.splitlines(), after_src.splitlines(), "before.py", "after.py",
+                                 n=2, lineterm="")
+    return "".join(line.rstrip() + "\n" for line in lines)
 
 
 def summarize_diagnosis(diagnosis: dict | None) -> str:
@@ -56,7 +59,7 @@ def summarize_diagnosis(diagnosis: dict | None) -> str:
 def _concrete(text: str, template: Template) -> str:
     """Template text with the learned fix's own names put back (for titles)."""
     out = NAME_RE.sub(lambda m: template.names[m.group(0)].name if m.group(0) in template.names else m.group(0), text)
-    out = " ".join(out.split())
+    out = "; ".join(" ".join(line.split()) for line in out.splitlines() if line.strip())
     return out if len(out) <= TITLE_PART else out[:TITLE_PART - 3] + "..."
 
 
