@@ -8,6 +8,7 @@ additive model learned from the ledger's past outcomes.
 from __future__ import annotations
 
 from debugger.backends.base import Proposal
+from debugger.backends.mutations import mutations
 from debugger.backends.ranking import RecipeRanker, diagnosis_features
 from debugger.recipes import propose_all
 
@@ -53,7 +54,8 @@ class KBBackend:
                                                            float(hit.get("score", 0.0)))
         features = diagnosis_features(diagnosis)
         proposals = []
-        patches = list(propose_all(candidate_src)) + [(p, "template") for p in self._templates(candidate_src)]
+        patches = (list(propose_all(candidate_src)) + [(p, "template") for p in self._templates(candidate_src)]
+                   + [(p, "mutation") for p in mutations(candidate_src)])
         for item in patches:
             patch, origin = (item if isinstance(item, tuple) else (item, "recipe"))
             score = CLASS_WEIGHT * class_conf.get(patch.bug_class, 0.0)
@@ -67,6 +69,8 @@ class KBBackend:
             score += self.ranker.score(patch.recipe, features)
             if origin == "template":
                 score += 0.5  # a learned fix of this exact shape has worked before
+            elif origin == "mutation":
+                score -= 2.0  # a guess, tried after the recipes that recognise a bug shape
             proposals.append(Proposal(origin=origin, description=patch.description, new_src=patch.new_src,
                                       recipe=patch.recipe, bug_class=patch.bug_class, sites=list(patch.sites),
                                       score=score))

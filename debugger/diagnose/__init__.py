@@ -118,6 +118,9 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                                                                 block_sizes=blocks, device=device)})
         diag.error_maps[name] = maps
     patches = propose_all(case.candidate_src)
+    from debugger.backends.mutations import mutations
+
+    guesses = mutations(case.candidate_src)
     diag.static = static.static_facts(case.candidate_src)
     diag.recipe_sites = [{"recipe": p.recipe, "bug_class": p.bug_class, "lines": p.sites,
                           "description": p.description, "tag": static.RECIPE_TAGS.get(p.recipe)} for p in patches]
@@ -128,7 +131,8 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     tags = _tags(diag, report, blocks) | {f"family:{f}" for f in families}
     prelim = ranking.rank(tags, diag.recipe_sites, [], top=len(bug_classes()))
     if experiments and report.status in ("mismatch", "runtime_error"):
-        diag.experiments = run_experiments(case, report, patches, [h["bug_class"] for h in prelim], device=device,
+        diag.experiments = run_experiments(case, report, patches + guesses, [h["bug_class"] for h in prelim],
+                                           device=device,
                                            budget=experiment_budget, timeout=timeout)
     diag.hypotheses = ranking.rank(tags, diag.recipe_sites, diag.experiments)
     diag.symptoms = sorted(t for t in tags if not t.startswith("family:"))
