@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 batch_size = 37
-dim = 1531
+dim = 1031
 
 
 def get_inputs():

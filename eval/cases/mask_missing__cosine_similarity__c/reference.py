@@ -13,8 +13,8 @@ class Model(nn.Module):
         return F.cosine_similarity(a, b, dim=1, eps=1e-8)
 
 
-batch_size = 61
-dim = 1000
+batch_size = 24
+dim = 700
 
 
 def get_inputs():

@@ -15,7 +15,7 @@ class Model(nn.Module):
 
 num_embeddings = 500
 embedding_dim = 100
-num_bags = 40
+num_bags = 20
 max_bag = 12
 
 

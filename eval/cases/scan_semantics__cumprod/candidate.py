@@ -5,25 +5,23 @@ import triton.language as tl
 
 
 @triton.jit
-def _mul(a, b):
-    return a * b
-
-
-@triton.jit
 def gate_cumprod_kernel(x_ptr, y_ptr, n_cols, stride_x_row, stride_y_row, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(0)
     x_row = x_ptr + row * stride_x_row
     y_row = y_ptr + row * stride_y_row
+    lanes = tl.arange(0, BLOCK_SIZE)
     carry = 1.0
     for start in range(0, n_cols, BLOCK_SIZE):
-        offs = start + tl.arange(0, BLOCK_SIZE)
+        offs = start + lanes
         mask = offs < n_cols
         x = tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32)
         g = 1.0 / (1.0 + tl.exp(-x))
         g = tl.where(mask, g, 1.0)
-        y = tl.cumprod(g, axis=0) * carry
+        p = tl.cumprod(g, axis=0)
+        y = p * carry
         tl.store(y_row + offs, y, mask=mask)
-        carry = tl.reduce(g, 0, _mul)
+        # padded lanes hold 1.0, so the last lane carries the product into the next block
+        carry = tl.sum(tl.where(lanes == BLOCK_SIZE - 1, p, 0.0), axis=0)
 
 
 class ModelNew(nn.Module):

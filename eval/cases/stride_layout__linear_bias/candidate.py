@@ -40,7 +40,7 @@ class ModelNew(nn.Module):
         self.linear = nn.Linear(in_features, out_features, bias=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w = self.linear.weight  # (out_features, in_features)
+        w = self.linear.weight
         b = self.linear.bias
         M, K = x.shape
         N = w.shape[0]
