@@ -60,7 +60,7 @@ class Settings:
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
-    max_iters: int = 8
+    max_iters: int = 12
     token_budget: int = 200_000
     wall_budget: float = 600.0
     extra: dict = field(default_factory=dict)

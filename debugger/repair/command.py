@@ -13,7 +13,7 @@ def register(sub, case_args) -> None:
     p.add_argument("--backend", choices=["auto", "kb", "openai"], help="kb: no model; openai: an endpoint; "
                    "auto (default with an endpoint): kb first, then the model")
     p.add_argument("--model", help="model name for the openai backend (or KDEBUG_MODEL)")
-    p.add_argument("--max-iters", type=int, help="iteration budget (default 8)")
+    p.add_argument("--max-iters", type=int, help="iteration budget (default 12)")
     p.add_argument("--token-budget", type=int, help="token budget for model calls (default 200000)")
     p.add_argument("--wall-budget", type=float, help="wall-clock budget in seconds (default 600)")
     p.add_argument("--strict-precision", action="store_true", help="also reject tf32 in tl.dot")

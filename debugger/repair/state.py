@@ -46,11 +46,11 @@ class RepairState(TypedDict, total=False):
 class Limits:
     """Convergence guards."""
 
-    max_iters: int = 8
+    max_iters: int = 12
     token_budget: int = 200_000
     wall_budget: float = 600.0
     same_signature: int = 4
-    patience: int = 6
+    patience: int = 8
 
 
 @dataclass
