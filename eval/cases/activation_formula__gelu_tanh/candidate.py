@@ -10,7 +10,9 @@ def gelu_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offs < n_elements
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    t = 2.0 * tl.sigmoid(inner) - 1.0
+    y = 0.5 * x * (1.0 + t)
     tl.store(y_ptr + offs, y, mask=mask)
 
 

@@ -11,7 +11,7 @@ def gelu_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     mask = offs < n_elements
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-    t = 1.0 - 2.0 / (tl.exp(2.0 * inner) + 1.0)
+    t = 2.0 * tl.sigmoid(2.0 * inner) - 1.0
     y = 0.5 * x * (1.0 + t)
     tl.store(y_ptr + offs, y, mask=mask)
 

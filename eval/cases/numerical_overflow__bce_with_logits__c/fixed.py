@@ -11,7 +11,6 @@ def bce_logits_partial_kernel(x_ptr, y_ptr, partial_ptr, n_elements, BLOCK_SIZE:
     mask = offs < n_elements
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     y = tl.load(y_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    # loss = max(x, 0) - x * y + log(1 + exp(-|x|))
     loss = tl.maximum(x, 0.0) - x * y + tl.log(1.0 + tl.exp(-tl.abs(x)))
     loss = tl.where(mask, loss, 0.0)
     tl.store(partial_ptr + pid, tl.sum(loss, axis=0))

@@ -14,9 +14,9 @@ class Model(nn.Module):
 
 
 batch_size = 2
-channels = 5
-height = 37
-width = 41
+channels = 4
+height = 29
+width = 33
 kernel_size = 3
 stride = 2
 padding = 1

@@ -23,7 +23,7 @@ def cummax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK_SIZE: tl.c
         y = tl.associative_scan(x, 0, _max_combine)
         y = tl.maximum(y, carry)
         tl.store(out_row + cols, y, mask=mask)
-        carry = tl.max(y, axis=0)
+        carry = tl.maximum(carry, tl.max(y, axis=0))
 
 
 class ModelNew(nn.Module):
