@@ -76,10 +76,21 @@ def _registrations():
             module = importlib.import_module(name)
         except ModuleNotFoundError as e:
             if e.name and name.startswith(e.name):
-                continue
-            raise
+                continue  # the feature module is not there
+            regs.append(_unavailable(name.split(".")[-1].replace("_command", "").replace("command", ""), e.name))
+            continue
         regs.append(module.register)
     return regs
+
+
+def _unavailable(feature: str, missing: str):
+    """A stand-in for a command whose third-party dependency is not installed: one clear line."""
+
+    def register(sub, case_args) -> None:
+        return None
+
+    register.feature, register.missing = feature, missing
+    return register
 
 
 def _wants_json(argv: list[str]) -> bool:
