@@ -68,6 +68,9 @@ STATIC = {
     "hardcoded_stride": "a stride is assumed (1 or a shape) instead of passed from the tensor",
     "block_smaller_than_row": "one block covers only part of the reduced axis",
     "divides_by_block": "a mean or variance divides by the block size, not N",
+    "other_fill": "a masked load fills the switched-off lanes with an explicit `other=` value",
+    "uses_atomics": "the kernel accumulates with tl.atomic_* operations",
+    "dtype_mismatch": "an output has a different dtype from the reference's",
 }
 
 ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC}
