@@ -204,7 +204,7 @@ def guard(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     lim = ctx.limits
     p = state.get("proposal") or {}
     v = state.get("verify") or {}
-    n = state.get("iteration", 0) + (0 if v.get("skipped") == "patch already tried" else 1)
+    n = state.get("iteration", 0) + 1  # every proposal counts, duplicates too (they cost tokens)
     update: dict = {"iteration": n}
     best_score = state.get("best_score", float("inf"))
     outcome = "skipped" if v.get("skipped") else "fixed" if v.get("passed") else \
@@ -269,6 +269,9 @@ def _guard_fired(state, ctx: RunContext, n: int, sigs: list[str], no_progress: i
         return "same_error_signature"
     if no_progress >= lim.patience:
         return "no_progress"
+    recent = [h.get("message") for h in (update.get("history") or state.get("history") or [])[-2:]]
+    if len(recent) == 2 and all(m == "patch already tried" for m in recent):
+        return "duplicate_patch"
     return None
 
 
