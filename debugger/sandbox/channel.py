@@ -7,29 +7,15 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from multiprocessing.connection import Connection
 
-
-def _clean(obj):
-    """Make floats JSON-safe (NaN/Inf become strings) recursively."""
-    if isinstance(obj, float):
-        if math.isnan(obj):
-            return "nan"
-        if math.isinf(obj):
-            return "inf" if obj > 0 else "-inf"
-        return obj
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
+from debugger.output import jsonable
 
 
 def send(conn: Connection, header: dict, blob: bytes | None = None) -> None:
     """Send one message: a JSON header, then the blob if any."""
     header = dict(header, has_blob=blob is not None)
-    conn.send_bytes(json.dumps(_clean(header)).encode())
+    conn.send_bytes(json.dumps(jsonable(header)).encode())
     if blob is not None:
         conn.send_bytes(blob)
 
