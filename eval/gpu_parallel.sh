@@ -4,7 +4,7 @@
 # them on fresh inputs and through the integrity gate, and times repaired / fixed.py / reference), then
 # merged into one table.
 #
-#   OUT=/tmp/gpu eval/gpu_parallel.sh [GROUPS] [PER_PROCESS_TIMEOUT_S]
+#   OUT=/tmp/gpu [CASES_LIST="a b c"] eval/gpu_parallel.sh [GROUPS] [PER_PROCESS_TIMEOUT_S]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/bench-gpu-out}"
@@ -13,7 +13,7 @@ LIMIT_S="${2:-420}"
 PY="${PYTHON:-python3}"
 mkdir -p "$OUT"
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/device.txt" 2>&1
-mapfile -t CASES < <(ls -d eval/cases/*/ | xargs -n1 basename)
+if [ -n "${CASES_LIST:-}" ]; then read -r -a CASES <<< "$CASES_LIST"; else mapfile -t CASES < <(ls -d eval/cases/*/ | xargs -n1 basename); fi
 for g in $(seq 0 $((GROUPS_N - 1))); do
   names=()
   for i in "${!CASES[@]}"; do [ $((i % GROUPS_N)) -eq "$g" ] && names+=("${CASES[$i]}"); done
