@@ -1,0 +1,89 @@
+"""Performance on a GPU: run debugger.bench.timing in a subprocess and turn its numbers into figures.
+
+Per case: the median times of the repaired kernel, fixed.py and the PyTorch reference, their peak
+memory, the speedups, and the roofline fraction: the time the operator would need at the device's
+measured ceilings (bytes moved over the copy bandwidth, flops over the matmul throughput, whichever
+is larger) divided by the time it took (1.0 = at the ceiling).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_DIR = Path(__file__).resolve().parents[2]  # so the runner imports this checkout's debugger
+
+def run_timing(spec: dict, timeout: float = 600.0) -> dict:
+    """`python -m debugger.bench.timing` on `spec`; its JSON line, or {"ok": False, "error"}."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="kdebug-timing-", delete=False) as f:
+        json.dump(spec, f)
+        path = f.name
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_DIR), os.environ.get("PYTHONPATH")])))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "debugger.bench.timing", path], capture_output=True, text=True,
+                              timeout=timeout, env=env, cwd=tempfile.gettempdir())
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"timing did not finish within {timeout:g} s"}
+    finally:
+        Path(path).unlink(missing_ok=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    try:
+        result = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"ok": False, "error": f"timing process exited {proc.returncode} without a result",
+                "stderr_tail": proc.stderr[-1500:]}
+    return result
+
+
+def measure_ceilings(timeout: float = 600.0) -> dict:
+    """The device's copy bandwidth and matmul throughput, measured once per run."""
+    return run_timing({"op": "ceilings"}, timeout)
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) else None
+
+
+def case_timing(reference_src: str, implementations: dict[str, str], ceilings: dict, *, timeout: float = 600.0) -> dict:
+    """Time one case's reference and implementations; derive speedups and roofline fractions."""
+    raw = run_timing({"op": "time", "reference_src": reference_src, "implementations": implementations}, timeout)
+    if not raw.get("ok") and "repaired" in implementations:
+        # The repaired kernel may have taken the process (or the CUDA context) down: time the rest alone.
+        rest = {k: v for k, v in implementations.items() if k != "repaired"}
+        raw = run_timing({"op": "time", "reference_src": reference_src, "implementations": rest}, timeout)
+        if raw.get("ok"):
+            raw["repaired"] = {"error": "the timing process failed while running the repaired kernel"}
+    if not raw.get("ok"):
+        return {"error": raw.get("error", "timing failed"), "stderr_tail": raw.get("stderr_tail", "")}
+    out = {"device": raw.get("device"), "bytes_moved": raw.get("bytes_moved"), "flops": raw.get("flops"),
+           "peak_bytes": {}, "max_abs_err": {}, "roofline": {}, "bandwidth_fraction": {}, "errors": {}}
+    copy_bw = _num(ceilings.get("copy_bytes_per_s"))
+    mm = _num(ceilings.get("matmul_flops_per_s"))
+    floor_s = None
+    if copy_bw:
+        floor_s = (raw.get("bytes_moved") or 0) / copy_bw
+        if mm and raw.get("flops"):
+            floor_s = max(floor_s, raw["flops"] / mm)
+    for name in ("reference", *implementations):
+        entry = raw.get(name) or {}
+        if "error" in entry:
+            out["errors"][name] = entry["error"]
+            continue
+        ms = _num(entry.get("ms"))
+        out[f"{name}_ms"] = ms
+        out["peak_bytes"][name] = entry.get("peak_bytes")
+        if name != "reference":
+            out["max_abs_err"][name] = entry.get("max_abs_err")
+        if ms:
+            if floor_s is not None:
+                out["roofline"][name] = floor_s / (ms / 1e3)
+            if copy_bw:
+                out["bandwidth_fraction"][name] = (raw.get("bytes_moved") or 0) / (ms / 1e3) / copy_bw
+    ref, fixed, rep = out.get("reference_ms"), out.get("fixed_ms"), out.get("repaired_ms")
+    out["speedup_vs_reference"] = ref / rep if ref and rep else None
+    out["speedup_vs_fixed"] = fixed / rep if fixed and rep else None
+    out["fixed_speedup_vs_reference"] = ref / fixed if ref and fixed else None
+    return out

@@ -1,0 +1,175 @@
+"""GPU timing runner, always in its own process: `python -m debugger.bench.timing SPEC` prints one JSON line.
+
+SPEC is a JSON object, or the path of a file holding one:
+
+    {"op": "ceilings"}
+        -> {"ok", "device", "copy_bytes_per_s", "matmul_flops_per_s"}: a large device-to-device copy
+           (bytes read + written per second) and a large float32 matmul with tf32 allowed.
+    {"op": "time", "reference_src": ..., "implementations": {"fixed": SRC, "repaired": SRC},
+     "seed": 0, "warmup_ms": 25, "rep_ms": 100}
+        -> {"ok", "device", "bytes_moved", "flops", "reference": {...}, "fixed": {...}, ...}, each entry
+           {"ms" (median of do_bench), "peak_bytes" (allocated by one forward), "max_abs_err" vs the reference
+           (unwritten output elements read as NaN)} or {"error"}.
+
+Inputs are drawn on the device from the reference's get_inputs() under the seed, afresh for every
+implementation; ModelNew gets the reference's parameters where state_dict keys match (as in the
+harness). The bench process never imports a candidate: it only reads this line.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+COPY_BYTES = 1 << 30
+MATMUL_N = 8192
+
+
+def _load_spec(arg: str) -> dict:
+    text = arg if arg.lstrip().startswith("{") else Path(arg).read_text()
+    return json.loads(text)
+
+
+def _bench_ms(fn, warmup_ms: float, rep_ms: float) -> float:
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+
+
+def ceilings(spec: dict) -> dict:
+    """The device's measured copy bandwidth and float32 (tf32-allowed) matmul throughput."""
+    import torch
+
+    src = torch.empty(COPY_BYTES // 4, dtype=torch.float32, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    copy_ms = _bench_ms(lambda: dst.copy_(src), spec.get("warmup_ms", 25), spec.get("rep_ms", 200))
+    del src, dst
+    torch.backends.cuda.matmul.allow_tf32 = True
+    a = torch.randn(MATMUL_N, MATMUL_N, device="cuda")
+    b = torch.randn(MATMUL_N, MATMUL_N, device="cuda")
+    mm_ms = _bench_ms(lambda: a @ b, spec.get("warmup_ms", 25), spec.get("rep_ms", 200))
+    return {"ok": True, "device": torch.cuda.get_device_name(),
+            "copy_bytes_per_s": 2 * COPY_BYTES / (copy_ms / 1e3),
+            "matmul_flops_per_s": 2 * MATMUL_N ** 3 / (mm_ms / 1e3)}
+
+
+def _tensors(values) -> list:
+    import torch
+
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+def _max_abs_err(outs, ref_outs) -> float | None:
+    import torch
+
+    worst = 0.0
+    for o, r in zip(outs, ref_outs):
+        if isinstance(o, torch.Tensor) and isinstance(r, torch.Tensor):
+            if o.shape != r.shape:
+                return float("inf")
+            if not o.numel():
+                continue
+            o, r = o.double(), r.double()
+            if not torch.equal(torch.isnan(o), torch.isnan(r)):
+                return float("nan")  # NaN where the reference has none (or the other way round)
+            diff = (o - r).abs()
+            diff = torch.where(torch.isnan(diff), torch.zeros_like(diff), diff)  # inf - inf where both agree
+            worst = max(worst, diff.max().item())
+    return worst
+
+
+def _poison_freed_outputs(reference, inputs) -> None:
+    """Run the reference once and NaN its outputs before freeing them, so that an output the next
+    kernel allocates from the same cached block but never writes shows up as wrong, not as right."""
+    import torch
+
+    from debugger.inputs import flatten_outputs
+
+    for o in flatten_outputs(reference(*inputs)):
+        if isinstance(o, torch.Tensor) and o.is_floating_point():
+            o.fill_(float("nan"))
+    torch.cuda.synchronize()
+
+
+def _measure(model, ref_module, seed: int, warmup_ms: float, rep_ms: float, ref_outs=None, reference=None) -> dict:
+    import torch
+
+    from debugger.inputs import draw_inputs, flatten_outputs
+
+    inputs = draw_inputs(ref_module, {"seed": seed}, "cuda")
+    with torch.no_grad():
+        if reference is not None:
+            _poison_freed_outputs(reference, inputs)
+        out = flatten_outputs(model(*inputs))  # compiles, autotunes
+        torch.cuda.synchronize()
+        entry = {"max_abs_err": _max_abs_err(out, ref_outs) if ref_outs is not None else 0.0}
+        del out
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        out = model(*inputs)
+        torch.cuda.synchronize()
+        entry["peak_bytes"] = int(torch.cuda.max_memory_allocated() - base)
+        del out
+        entry["ms"] = _bench_ms(lambda: model(*inputs), warmup_ms, rep_ms)
+    return entry
+
+
+def time_case(spec: dict) -> dict:
+    """Time the reference and each implementation on the same freshly drawn device inputs."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from debugger.inputs import build_candidate, build_reference, draw_inputs, flatten_outputs, load_module
+
+    seed, warmup, rep = spec.get("seed", 0), spec.get("warmup_ms", 25), spec.get("rep_ms", 100)
+    folder = Path(tempfile.mkdtemp(prefix="kdebug-timing-"))
+    ref_module = load_module(spec["reference_src"], folder, "bench_reference")
+    reference = build_reference(ref_module, {"init_seed": 0}, "cuda")
+    inputs = draw_inputs(ref_module, {"seed": seed}, "cuda")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        ref_outs = [o.detach().clone() if isinstance(o, torch.Tensor) else o
+                    for o in flatten_outputs(reference(*inputs))]
+    state = list(reference.state_dict().values())
+    moved = sum(t.numel() * t.element_size() for t in _tensors(inputs) + _tensors(ref_outs) + _tensors(state))
+    result = {"ok": True, "device": torch.cuda.get_device_name(), "bytes_moved": int(moved),
+              "flops": int(counter.get_total_flops())}
+    del inputs
+    result["reference"] = _measure(reference, ref_module, seed, warmup, rep)
+    for i, (name, src) in enumerate((spec.get("implementations") or {}).items()):
+        try:
+            module = load_module(src, folder, f"bench_impl_{i}")
+            model = build_candidate(ref_module, module, {"init_seed": 0}, "cuda")
+            result[name] = _measure(model, ref_module, seed, warmup, rep, ref_outs, reference)
+            del model
+        except Exception as e:  # noqa: BLE001 - one implementation's failure is that entry's result
+            result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}",
+                            "traceback": traceback.format_exc()[-1500:]}
+        torch.cuda.empty_cache()
+    return result
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(json.dumps({"ok": False, "error": "usage: python -m debugger.bench.timing SPEC_JSON_OR_FILE"}))
+        return 2
+    from debugger.output import jsonable
+
+    stdout, sys.stdout = sys.stdout, sys.stderr  # whatever the kernels print must not break the one line
+    try:
+        spec = _load_spec(argv[0])
+        op = spec.get("op", "time")
+        result = ceilings(spec) if op == "ceilings" else time_case(spec)
+    except Exception as e:  # noqa: BLE001 - reported as the one JSON line
+        result = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}",
+                  "traceback": traceback.format_exc()[-2000:]}
+    finally:
+        sys.stdout = stdout
+    sys.stdout.write(json.dumps(jsonable(result), allow_nan=False, default=str) + "\n")
+    sys.stdout.flush()
+    return 0 if result.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
