@@ -66,12 +66,13 @@ class OpenAIBackend:
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout,
                                     max_retries=0)
 
-    def complete(self, messages: list[dict]) -> tuple[str, int, int]:
+    def complete(self, messages: list[dict], temperature: float = 0.0) -> tuple[str, int, int]:
         """(text, prompt tokens, completion tokens), with retries on transient errors."""
         last = None
         for attempt in range(self.retries + 1):
             try:
-                resp = self.client.chat.completions.create(model=self.model, messages=messages, temperature=0)
+                resp = self.client.chat.completions.create(model=self.model, messages=messages,
+                                                           temperature=temperature)
             except Exception as e:  # noqa: BLE001 - classified below
                 kind = type(e).__name__
                 if kind in FATAL:
