@@ -1,0 +1,17 @@
+"""Ingest past generation logs: failed candidates become repair work, failed -> passing pairs knowledge.
+
+    from ingest import ingest
+    report = ingest("runs/my_run", problems="KernelBench/")   # -> IngestReport (report.to_dict())
+
+Readers (one module per format) turn logs into `Attempt`s: `kernelbench` (run folders with
+eval_results.json), `traces` (multi-turn trace files), `jsonl` (our own schema, SCHEMA.md). `classify`
+sorts attempts into compile_error, runtime_error, interface_error, numerical_mismatch, timeout, correct
+and unverifiable; `queue` keeps the repair queue (numerical mismatches, with their case folders);
+`distil` turns failed -> later correct pairs into pattern drafts; `pipeline` runs the whole ingest and
+`command` is `kdebug ingest`. `kdebug repair-batch` (debugger/batch) works the queue.
+"""
+from ingest.attempt import Attempt, Malformed
+from ingest.pipeline import IngestReport, ingest
+from ingest.queue import Queue
+
+__all__ = ["Attempt", "IngestReport", "Malformed", "Queue", "ingest"]
