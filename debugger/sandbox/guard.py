@@ -104,6 +104,11 @@ def install_audit_hook(*, deny_read: list[str], allow_write: list[str]) -> None:
                        "os.kill", "os.killpg", "pty.spawn"):
             if event in ("os.kill", "os.killpg") and args and args[0] in (own_pid, 0):
                 return
+            # subprocess.Popen (already vetted above) execs through posix_spawn/exec on some Pythons
+            target = args[1] if event == "os.spawn" and len(args) > 1 else (args[0] if args else None)
+            if event in ("os.exec", "os.posix_spawn", "os.spawn") and isinstance(target, (str, bytes, os.PathLike)) \
+                    and os.path.basename(os.fsdecode(target)) in ALLOWED_EXECUTABLES:
+                return
             raise PermissionError(f"kdebug sandbox: {event} is not allowed")
         elif event == "subprocess.Popen":
             exe = os.path.basename(os.fsdecode(args[0])) if args and args[0] else ""
