@@ -7,26 +7,34 @@ from __future__ import annotations
 
 import logging
 
+from debugger.recipes.activations import ActivationConstant, GeluVariant, StableActivation
+from debugger.recipes.axes import BroadcastAxis, SwapReductionAxis
 from debugger.recipes.base import Patch, Recipe, RecipeLike
+from debugger.recipes.control import DropEarlyReturn
 from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
 from debugger.recipes.grid import BlockCoversRow, GridCdiv, SwapProgramIdAxis
 from debugger.recipes.masks import AddMask, FixMaskBound, KTailMask
-from debugger.recipes.activations import ActivationConstant, StableActivation
 from debugger.recipes.pointers import AdvancePointers, ContiguousInputs, SwapStrides
 from debugger.recipes.precision import Int64Offsets, OutputDtype, WidenAccumulator
 from debugger.recipes.reductions import EpsInsideSqrt, MeanOverN, SubtractRowmax, VarianceBiased
 from debugger.recipes.scan import ScanInclusive
-from debugger.recipes.writes import AtomicAccumulate
+from debugger.recipes.writes import AtomicAccumulate, StoreOffsets
 
 log = logging.getLogger(__name__)
 
 _ALL: list[Recipe] = [
-    AddMask(), FixMaskBound(), OtherIdentity(), MaskPaddedLanes(), KTailMask(),
-    GridCdiv(), SwapProgramIdAxis(), BlockCoversRow(),
-    SubtractRowmax(), MeanOverN(), VarianceBiased(), EpsInsideSqrt(),
+    # masks and fills
+    AddMask(), FixMaskBound(), KTailMask(), OtherIdentity(), MaskPaddedLanes(),
+    # grid, program ids, writes
+    GridCdiv(), SwapProgramIdAxis(), BlockCoversRow(), DropEarlyReturn(), StoreOffsets(), AtomicAccumulate(),
+    # reductions and normalisation
+    SubtractRowmax(), MeanOverN(), VarianceBiased(), EpsInsideSqrt(), SwapReductionAxis(), ScanInclusive(),
+    # pointers and layout
+    AdvancePointers(), ContiguousInputs(), SwapStrides(), BroadcastAxis(),
+    # precision and dtypes
     WidenAccumulator(), OutputDtype(), Int64Offsets(),
-    AdvancePointers(), SwapStrides(), ContiguousInputs(),
-    AtomicAccumulate(), ScanInclusive(), ActivationConstant(), StableActivation(),
+    # elementwise math
+    ActivationConstant(), GeluVariant(), StableActivation(),
 ]
 
 RECIPES: dict[str, Recipe] = {r.id: r for r in _ALL}
@@ -55,9 +63,13 @@ def for_symptoms(tags) -> list[Recipe]:
 def propose_all(src: str, hints: dict | None = None, bug_classes=None) -> list[Patch]:
     """Patches from every recipe (or those of `bug_classes`), recipe by recipe in registry order.
 
-    A recipe that raises is skipped with a logged warning, so one faulty recipe cannot stop a repair.
+    Naming `bug_classes` also tells those recipes the diagnosis suspects them, which unlocks the
+    alternatives they hold back without evidence in the source (see Recipe.forced). A recipe that
+    raises is skipped with a logged warning, so one faulty recipe cannot stop a repair.
     """
     out: list[Patch] = []
+    if bug_classes is not None:
+        hints = {**(hints or {}), "bug_classes": list(bug_classes)}
     for r in _ALL:
         if bug_classes is not None and not set(bug_classes) & set(r.bug_classes):
             continue

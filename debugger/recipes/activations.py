@@ -1,10 +1,13 @@
-"""Elementwise-math recipes: activation constants that are recognisably off, and overflow-prone
-exp forms of tanh, sigmoid and softplus rewritten in their stable forms.
+"""Elementwise-math recipes: activation formulas that are recognisably off, GELU variants, and
+overflow-prone exp forms rewritten in stable forms.
 
-`activation_constant` is conservative: it touches only a float literal within 3% (but not within
-1e-4) of a known constant of activation formulas, a GELU erf argument scaled by sqrt(2) instead of
-1/sqrt(2), a leaky ReLU whose slope sits on the positive branch, or a slope parameter the kernel
-ignores in favour of a literal.
+`activation_constant` is conservative: it touches a float literal within 3% (but not within 1e-4) of a
+known constant of activation formulas, a GELU erf argument scaled by sqrt(2) instead of 1/sqrt(2),
+`2*sigmoid(u) - 1` standing for tanh(u) on GELU's inner term, a SiLU with the sign flipped, a leaky
+ReLU whose slope sits on the positive branch (or is a literal while the module keeps a slope), a SELU
+scale applied to one branch, and a smooth-L1 quadratic branch without its `/ beta`.
+`gelu_variant` swaps one GELU for another (the reference decides which it wanted).
+`stable_activation` rewrites exp-based tanh, sigmoid, softplus and log-sigmoid in overflow-free forms.
 """
 from __future__ import annotations
 
@@ -49,6 +52,10 @@ def near_miss(t: str, v: float) -> tuple[str, float] | None:
     return None
 
 
+def paren_text(t: str) -> str:
+    return t if re.fullmatch(r"[\w.]+", t) else f"({t})"
+
+
 def _is_zero_cmp(node: Node) -> tuple[str, str] | None:
     """(operator, compared text) for `x > 0`, `x >= 0.0`, `x < 0`, `0 < x`..."""
     n = unparen(node)
@@ -82,16 +89,20 @@ class ActivationConstant(Recipe):
     bug_classes = ("activation_formula",)
     symptoms = ("precision_noise", "large_error", "sparse_wrong", "fails_negative_inputs", "sign_flip",
                 "all_wrong")
-    description = "Activation constants (GELU tanh/erf, leaky slope, SELU) that are recognisably off."
+    description = ("Elementwise formulas recognisably off: GELU/SELU/log2e constants, erf scale, tanh = 2*sigmoid(2u)-1, "
+                   "SiLU sign, leaky slope branch or literal, SELU scale on both branches, smooth-L1 / beta.")
 
     def _propose(self, s: Source, hints: dict):
         for k in s.kernels:
-            fixes = self._constants(k) + self._erf_scale(s, k) + self._leaky_branches(s, k)
+            fixes = self._constants(k) + self._erf_scale(s, k) + self._leaky_branches(s, k) + \
+                self._silu_sign(s, k) + self._scale_both_branches(s, k) + self._smooth_l1_beta(s, k) + \
+                self._tanh_via_sigmoid(s, k)
             yield self.patch(s, [e for f in fixes for e in f], f"correct activation constants in {k.name}")
             if len(fixes) > 1:
                 for f in fixes:
                     yield self.patch(s, f, "correct one activation constant")
             yield from self._unused_slope(s, k)
+            yield from self._hardcoded_slope(s, k)
 
     def _constants(self, k: Kernel) -> list[list[Edit]]:
         edits = []
@@ -141,6 +152,99 @@ class ActivationConstant(Recipe):
                 edits.append([Edit.replace(a, text(b)), Edit.replace(b, text(a))])
         return edits
 
+    def _silu_sign(self, s: Source, k: Kernel) -> list[list[Edit]]:
+        """SiLU is x * sigmoid(x) = x / (1 + exp(-x)): fix `x / (1 + exp(x))` and `x * sigmoid(-x)`."""
+        edits = []
+        for d in k.nodes("binary_operator"):
+            op = text(d.child_by_field_name("operator"))
+            x = text(unparen(d.child_by_field_name("left")))
+            right = unparen(d.child_by_field_name("right"))
+            if op == "/" and right.type == "binary_operator" and \
+                    text(right.child_by_field_name("operator")) == "+":
+                terms_ = [unparen(right.child_by_field_name("left")), unparen(right.child_by_field_name("right"))]
+                one = [t for t in terms_ if number(t) == 1]
+                ex = [t for t in terms_ if t.type == "call" and s.call_name(t) == "tl.exp"]
+                if one and ex and text(unparen(call_arg(ex[0], 0, "x"))) == x:
+                    edits.append([Edit.replace(call_arg(ex[0], 0, "x"), f"-{paren_text(x)}")])
+            elif op == "*" and right.type == "call" and s.call_name(right) == "tl.sigmoid":
+                arg = unparen(call_arg(right, 0, "x"))
+                if arg.type == "unary_operator" and text(unparen(arg.named_children[0])) == x:
+                    edits.append([Edit.replace(arg, x)])
+        return edits
+
+    def _scale_both_branches(self, s: Source, k: Kernel) -> list[list[Edit]]:
+        """SELU: `where(x > 0, x, scale * alpha * (exp(x) - 1))` leaves the positive branch unscaled."""
+        edits = []
+        for c in k.calls("tl.where"):
+            pos, _ = call_args(c)
+            if len(pos) != 3 or _is_zero_cmp(pos[0]) is None:
+                continue
+            for a, b in ((pos[1], pos[2]), (pos[2], pos[1])):
+                scale = _scale_factor(k, b)
+                if scale is not None and scale not in _expanded(k, a):
+                    edits.append([Edit.replace(a, f"{scale} * {paren_text(text(a))}")])
+        return edits
+
+    def _smooth_l1_beta(self, s: Source, k: Kernel) -> list[list[Edit]]:
+        """Smooth L1: `where(|d| < beta, 0.5 * d * d / beta, |d| - 0.5 * beta)`; the quadratic branch
+        without `/ beta` is the Huber loss."""
+        edits = []
+        for c in k.calls("tl.where"):
+            pos, _ = call_args(c)
+            cond = unparen(pos[0]) if len(pos) == 3 else None
+            if cond is None or cond.type != "comparison_operator" or cond.named_child_count != 2:
+                continue
+            beta = text(unparen(cond.named_children[1]))
+            q, r = pos[1], pos[2]
+            if re.search(rf"0\.5\s*\*\s*{re.escape(beta)}\b", text(r)) and beta not in _expanded(k, q) \
+                    and "0.5" in text(q) and "*" in text(q):
+                edits.append([Edit.replace(q, f"{paren_text(text(q))} / {beta}")])
+        return edits
+
+    def _tanh_via_sigmoid(self, s: Source, k: Kernel) -> list[list[Edit]]:
+        """tanh(u) = 2 sigmoid(2u) - 1: `2 * sigmoid(u) - 1` on the tanh-GELU inner
+        u = sqrt(2/pi)(x + 0.044715 x^3) is missing the doubling."""
+        edits = []
+        for sg in k.calls("tl.sigmoid"):
+            z = call_arg(sg, 0, "x")
+            outer = sg.parent
+            while outer is not None and outer.type == "parenthesized_expression":
+                outer = outer.parent
+            if outer is None or outer.type != "binary_operator" or text(outer.child_by_field_name("operator")) != "*":
+                continue
+            if not any(number(c) == 2 for c in (outer.child_by_field_name("left"), outer.child_by_field_name("right"))):
+                continue
+            chain = _expanded(k, z)
+            if "0.044715" in chain and re.search(r"0\.7978", chain) and not re.search(r"1\.595|2\.0?\s*\*", text(z)):
+                edits.append([Edit.replace(z, f"2.0 * {paren_text(text(z))}")])
+        return edits
+
+    def _hardcoded_slope(self, s: Source, k: Kernel):
+        """A leaky ReLU with a literal slope while the module keeps its own slope attribute: pass it."""
+        from debugger.recipes.base import add_kernel_param
+        from debugger.recipes.syntax import enclosing_class
+        attrs = sorted({m.group(1) for m in re.finditer(r"self\.(\w+)\s*=", s.src) if SLOPE_NAME.search(m.group(1))})
+        if len(attrs) != 1 or any(SLOPE_NAME.search(p.name) for p in k.params):
+            return
+        for c in k.calls("tl.where"):
+            pos, _ = call_args(c)
+            if len(pos) != 3 or _is_zero_cmp(pos[0]) is None:
+                continue
+            x = _is_zero_cmp(pos[0])[1]
+            for branch in pos[1:]:
+                if not _is_slope_product(branch, x):
+                    continue
+                lit = next((f for f in (unparen(branch).child_by_field_name("left"),
+                                        unparen(branch).child_by_field_name("right"))
+                            if number(f) is not None), None)
+                if lit is None:
+                    continue
+                extra = add_kernel_param(s, k, "slope", lambda l: f"self.{attrs[0]}"
+                                         if enclosing_class(l.call) == "ModelNew" else None)
+                if extra:
+                    yield self.patch(s, [Edit.replace(lit, "slope")] + extra,
+                                     f"pass self.{attrs[0]} to {k.name} instead of the literal {text(lit)}")
+
     def _unused_slope(self, s: Source, k: Kernel):
         used = identifiers(k.body)
         slopes = [p.name for p in k.params if SLOPE_NAME.search(p.name) and p.name not in used]
@@ -151,6 +255,20 @@ class ActivationConstant(Recipe):
         for n in lits[:3]:
             yield self.patch(s, [Edit.replace(n, slopes[0])],
                              f"use the {slopes[0]} parameter instead of {text(n)} at line {line(n)}")
+
+
+def _expanded(k: Kernel, node: Node) -> str:
+    """An expression's text followed by the definitions of the names it reads (one level)."""
+    parts = [text(node)]
+    for name in identifiers(node):
+        parts += [text(rhs) for _, rhs in k.deps.defs.get(name, [])]
+    return " ".join(parts)
+
+
+def _scale_factor(k: Kernel, node: Node) -> str | None:
+    """`scale` (or SELU's 1.0507... literal) multiplying a branch, directly or in its definition."""
+    m = re.search(r"\b(scale|SCALE|selu_scale|lambda_?)\b\s*\*|\b(1\.0507\d*)\b", _expanded(k, node))
+    return (m.group(1) or m.group(2)) if m else None
 
 
 # -------------------------------------------------------------------------------------------------
@@ -165,6 +283,25 @@ def exp_arg(s: Source, k: Kernel, node: Node, depth: int = 0) -> str | None:
         defs = k.deps.defs.get(text(n), [])
         if len(defs) == 1:
             return exp_arg(s, k, defs[0][1], depth + 1)
+    return None
+
+
+def _sigmoid_arg(s: Source, k: Kernel, node: Node, depth: int = 0) -> str | None:
+    """z for tl.sigmoid(z), 1 / (1 + exp(-z)), or a name bound to either."""
+    n = unparen(node)
+    if n.type == "call" and s.call_name(n) == "tl.sigmoid":
+        return text(call_arg(n, 0, "x"))
+    div = _binop(n, "/")
+    if div is not None and number(div[0]) == 1:
+        den = _binop(div[1], "+")
+        if den is not None and number(den[0]) == 1:
+            a = exp_arg(s, k, den[1])
+            if a is not None and a.startswith("-"):
+                return a[1:].strip()
+    if n.type == "identifier" and depth < 2:
+        defs = k.deps.defs.get(text(n), [])
+        if len(defs) == 1:
+            return _sigmoid_arg(s, k, defs[0][1], depth + 1)
     return None
 
 
@@ -185,7 +322,7 @@ class StableActivation(Recipe):
     id = "stable_activation"
     bug_classes = ("numerical_overflow",)
     symptoms = ("fails_large_magnitude", "nan_in_output", "inf_in_output")
-    description = "exp-based tanh / sigmoid / softplus that overflow for large inputs -> stable forms."
+    description = "exp-based tanh / sigmoid / softplus / log-sigmoid that overflow for large inputs -> stable forms."
 
     def _propose(self, s: Source, hints: dict):
         for k in s.kernels:
@@ -196,7 +333,7 @@ class StableActivation(Recipe):
                     if e is not None:
                         edits.append(e)
             for c in k.calls("tl.log"):
-                e = self._softplus(s, k, c)
+                e = self._softplus(s, k, c) or self._log_sigmoid(s, k, c)
                 if e is not None:
                     edits.append(e)
             yield self.patch(s, _outermost(edits), f"stable exp forms in {k.name}")
@@ -227,6 +364,21 @@ class StableActivation(Recipe):
             return None
         return Edit.replace(d, f"{s.tl}.sigmoid({p})")
 
+    def _log_sigmoid(self, s: Source, k: Kernel, c: Node) -> Edit | None:
+        """log(sigmoid(z)) and log(1 - sigmoid(z)) (a BCE on probabilities) underflow to log(0):
+        log sigmoid(z) = -(max(-z, 0) + log(1 + exp(-|z|))), log(1 - sigmoid(z)) = log sigmoid(-z)."""
+        arg = unparen(call_arg(c, 0, "x"))
+        sign = "-"
+        diff = _binop(arg, "-")
+        if diff is not None and number(diff[0]) == 1:
+            arg, sign = unparen(diff[1]), ""
+        z = _sigmoid_arg(s, k, arg)
+        if z is None:
+            return None
+        tl = s.tl
+        neg = f"{sign}{paren_text(z)}" if sign else z
+        return Edit.replace(c, f"(-({tl}.maximum({neg}, 0.0) + {tl}.log(1.0 + {tl}.exp(-{tl}.abs({z})))))")
+
     def _softplus(self, s: Source, k: Kernel, c: Node) -> Edit | None:
         """log(1 + e^z) -> z above 20 (torch's threshold), the log form below."""
         inner = _binop(call_arg(c, 0, "x"), "+")
@@ -244,3 +396,114 @@ def _outermost(edits: list[Edit]) -> list[Edit]:
     """Drop edits nested inside another edit's range."""
     return [e for e in edits if not any(o is not e and o.start <= e.start and e.end <= o.end
                                         and (o.start, o.end) != (e.start, e.end) for o in edits)]
+
+
+# -------------------------------------------------------------------------------------------------
+SQRT_2_OVER_PI_X2 = 1.5957691216057308
+INV_SQRT2 = 0.7071067811865476
+
+
+def tanh_gelu_factor(tl: str, x: str) -> str:
+    """tanh(sqrt(2/pi) (x + 0.044715 x^3)) written with tl.sigmoid (no libdevice needed)."""
+    return f"(2.0 * {tl}.sigmoid({SQRT_2_OVER_PI_X2} * ({x} + 0.044715 * {x} * {x} * {x})) - 1.0)"
+
+
+def erf_gelu(tl: str, x: str) -> str:
+    return f"0.5 * {x} * (1.0 + {tl}.erf({x} * {INV_SQRT2}))"
+
+
+def _erf_input(node: Node) -> str | None:
+    """X for `X * 0.7071...` or `X / 1.4142...` (the exact GELU's erf argument)."""
+    a = unparen(node)
+    if a.type != "binary_operator":
+        return None
+    op, left, right = text(a.child_by_field_name("operator")), a.child_by_field_name("left"), \
+        a.child_by_field_name("right")
+    for val, other in ((number(right), left), (number(left), right)):
+        if val is None:
+            continue
+        if op == "*" and abs(val - INV_SQRT2) < 1e-3 or op == "/" and other is left and abs(val - 2 ** 0.5) < 1e-3:
+            return paren_text(text(other))
+    return None
+
+
+class GeluVariant(Recipe):
+    id = "gelu_variant"
+    bug_classes = ("activation_formula",)
+    symptoms = ("precision_noise", "sparse_wrong", "large_error")
+    description = "The other GELU: exact (erf) <-> tanh approximation <-> sigmoid(1.702 x) quick GELU."
+
+    def _propose(self, s: Source, hints: dict):
+        for k in s.kernels:
+            for c in k.calls("tl.erf"):
+                x = _erf_input(call_arg(c, 0, "x"))
+                if x is not None:
+                    yield self.patch(s, [Edit.replace(c, tanh_gelu_factor(s.tl, x))],
+                                     f"tanh-approximate GELU instead of erf at line {line(c)}")
+            yield from self._sigmoid_forms(s, k)
+            yield from self._tanh_forms(s, k)
+
+    def _sigmoid_forms(self, s: Source, k: Kernel):
+        """`x * sigmoid(1.702 x)` (quick GELU) or `x * sigmoid(1.5957 (x + 0.044715 x^3))`."""
+        for m in k.nodes("binary_operator"):
+            if text(m.child_by_field_name("operator")) != "*":
+                continue
+            left, right = unparen(m.child_by_field_name("left")), unparen(m.child_by_field_name("right"))
+            for x, sg in ((left, right), (right, left)):
+                if sg.type != "call" or s.call_name(sg) != "tl.sigmoid":
+                    continue
+                arg = text(call_arg(sg, 0, "x"))
+                xt = text(x)
+                c, xe = r"1\.70?2?\d*", re.escape(xt)
+                quick = re.fullmatch(rf"\(?\s*({c}\s*\*\s*{xe}|{xe}\s*\*\s*{c})\s*\)?", arg)
+                tanh_form = "0.044715" in arg and re.match(r"\(?\s*1\.59", arg)
+                if quick:
+                    yield self.patch(s, [Edit.replace(m, erf_gelu(s.tl, paren_text(xt)))],
+                                     f"exact GELU instead of sigmoid(1.702 x) at line {line(m)}")
+                    yield self.patch(s, [Edit.replace(m, f"0.5 * {paren_text(xt)} * (1.0 + "
+                                                         f"{tanh_gelu_factor(s.tl, paren_text(xt))})")],
+                                     f"tanh GELU instead of sigmoid(1.702 x) at line {line(m)}")
+                elif tanh_form:
+                    yield self.patch(s, [Edit.replace(m, erf_gelu(s.tl, paren_text(xt)))],
+                                     f"exact GELU instead of the tanh approximation at line {line(m)}")
+
+    def _tanh_forms(self, s: Source, k: Kernel):
+        """`0.5 * x * (1 + T)` with T a tanh of sqrt(2/pi)(x + 0.044715 x^3): T -> erf(x / sqrt(2))."""
+        for add in k.nodes("binary_operator"):
+            if text(add.child_by_field_name("operator")) != "+":
+                continue
+            left, right = unparen(add.child_by_field_name("left")), unparen(add.child_by_field_name("right"))
+            t = right if number(left) == 1 else left if number(right) == 1 else None
+            if t is None or "0.044715" not in self._chain(k, t) or s.calls(t, "tl.erf"):
+                continue
+            x = self._gelu_input(k, add)
+            if x is not None:
+                yield self.patch(s, [Edit.replace(t, f"{s.tl}.erf({paren_text(x)} * {INV_SQRT2})")],
+                                 f"exact GELU instead of the tanh approximation at line {line(add)}")
+
+    @staticmethod
+    def _chain(k: Kernel, node: Node) -> str:
+        """Text of an expression and of every definition it depends on."""
+        names = k.deps.closure(identifiers(node))
+        return " ".join([text(node)] + [text(rhs) for n in names for _, rhs in k.deps.defs.get(n, [])])
+
+    @staticmethod
+    def _gelu_input(k: Kernel, add: Node) -> str | None:
+        """x in `0.5 * x * (1 + T)` / `x * 0.5 * (1 + T)` / `x * (1 + T) * 0.5`."""
+        n = add
+        while n.parent is not None and n.parent.type in ("parenthesized_expression", "binary_operator"):
+            n = n.parent
+            if n.type == "binary_operator" and text(n.child_by_field_name("operator")) == "*":
+                factors = [unparen(f) for f in _mul_terms(n)]
+                rest = [f for f in factors if number(f) != 0.5 and not (f.start_byte <= add.start_byte
+                                                                         and add.end_byte <= f.end_byte)]
+                if any(number(f) == 0.5 for f in factors) and len(rest) == 1:
+                    return text(rest[0])
+        return None
+
+
+def _mul_terms(node: Node) -> list[Node]:
+    node = unparen(node)
+    if node.type == "binary_operator" and text(node.child_by_field_name("operator")) == "*":
+        return _mul_terms(node.child_by_field_name("left")) + _mul_terms(node.child_by_field_name("right"))
+    return [node]

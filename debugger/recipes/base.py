@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Iterable, Protocol, runtime_checkable
 
-from debugger.recipes.syntax import Node, Source, line, parses
+from debugger.recipes.syntax import Node, Source, call_args, last_arg_end, line, parses
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,12 @@ def apply_edits(data: bytes, edits: Iterable[Edit]) -> str | None:
     return out.decode()
 
 
+@lru_cache(maxsize=8)
+def source_of(src: str) -> Source:
+    """The parsed source, shared by the recipes that look at the same text (trees are read-only)."""
+    return Source(src)
+
+
 @runtime_checkable
 class RecipeLike(Protocol):
     """What the registry and the backends rely on."""
@@ -92,8 +99,14 @@ class Recipe:
     max_patches: int = MAX_PATCHES
 
     def propose(self, src: str, hints: dict | None = None) -> list[Patch]:
-        """Candidate repairs of `src`, best first; [] when the source does not parse."""
-        s = Source(src)
+        """Candidate repairs of `src`, best first; [] when the source does not parse.
+
+        `hints` (all optional): "kernel" and "line" (where the diagnosis points; used to order the
+        patches), "bug_class" / "bug_classes" / "recipe" (the diagnosis's verdict; unlocks
+        alternatives the source alone gives no evidence for), "symptoms" (tags), "dtype" (the
+        inputs' dtype, e.g. "float16").
+        """
+        s = source_of(src)
         if not s.ok or not parses(src):
             return []
         hints = hints or {}
@@ -109,6 +122,13 @@ class Recipe:
     def _propose(self, s: Source, hints: dict) -> Iterable[Patch | None]:
         raise NotImplementedError
 
+    def forced(self, hints: dict) -> bool:
+        """The diagnosis names this recipe or one of its bug classes ("recipe", "bug_class" or a
+        "bug_classes" list in the hints): propose the speculative alternatives too, not only those
+        the source itself gives evidence for."""
+        classes = set(hints.get("bug_classes") or ()) | {hints.get("bug_class")}
+        return hints.get("recipe") == self.id or bool(classes & set(self.bug_classes))
+
     def patch(self, s: Source, edits: Iterable[Edit], description: str,
               bug_class: str | None = None) -> Patch | None:
         """A Patch from edits to `s`, or None when they overlap, change nothing or break the parse."""
@@ -123,6 +143,31 @@ class Recipe:
 
     def __repr__(self) -> str:
         return f"<recipe {self.id}>"
+
+
+def add_kernel_param(s: Source, k, name: str, value_for) -> list[Edit] | None:
+    """Edits adding parameter `name` to kernel `k` (before its first constexpr parameter) and the
+    argument `value_for(launch)` to every launch; None when some launch cannot take it."""
+    ps = k.params
+    first_cx = next((i for i, p in enumerate(ps) if p.constexpr), len(ps))
+    if first_cx < len(ps):
+        edits = [Edit.insert(ps[first_cx].node.start_byte, f"{name}, ")]
+    elif ps:
+        edits = [Edit.insert(ps[-1].node.end_byte, f", {name}")]
+    else:
+        return None
+    for l in k.launches():
+        value = value_for(l)
+        if value is None:
+            return None
+        pos, _ = call_args(l.call)
+        if len(pos) > first_cx:
+            edits.append(Edit.insert(pos[first_cx].start_byte, f"{value}, "))
+        elif len(pos) == first_cx and pos:
+            edits.append(Edit.insert(pos[-1].end_byte, f", {value}"))
+        else:
+            edits.append(Edit.insert(last_arg_end(l.call), f", {name}={value}"))
+    return edits
 
 
 def order_by_hints(s: Source, patches: list[Patch], hints: dict) -> list[Patch]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.indexing import (IDENTITY, REDUCTIONS, assigned_var, fill_kind, mask_arg,
-                                       other_arg, reductions_of)
-from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, call_args, identifiers, last_arg_end,
-                                     line, number, text, unparen, walk)
+from debugger.recipes.indexing import (IDENTITY, REDUCTIONS, fill_kind, load_var, mask_arg, other_arg,
+                                       reductions_of)
+from debugger.recipes.syntax import (Kernel, Node, Source, call_args, identifiers, last_arg_end, line,
+                                     number, text, unparen, walk)
 
 IDENTITY_VALUE = {"max": -math.inf, "min": math.inf, "sum": 0.0, "prod": 1.0}
 UNKNOWN = object()
@@ -43,7 +43,7 @@ class LaneEval:
             if t in ("integer", "float"):
                 return float(text(node))
             if t == "identifier":
-                return self._name(text(node), depth)
+                return self._name(text(node), depth, node.start_byte)
             if t == "unary_operator":
                 v = self.value(node.named_children[0], depth + 1)
                 return UNKNOWN if v is UNKNOWN else -v
@@ -57,15 +57,20 @@ class LaneEval:
             return UNKNOWN
         return UNKNOWN
 
-    def _name(self, name: str, depth: int):
-        if name == self.var:
-            return self.fill
-        defs = self.k.deps.defs.get(name, [])
-        if len(defs) == 1 and self.var in self.k.deps.closure({name}):
-            return self.value(defs[0][1], depth + 1)
-        if self.var in self.k.deps.closure({name}):
+    def _name(self, name: str, depth: int, at: int):
+        """The value of `name` where it is read at byte `at`: from its last assignment before
+        that point (straight-line code; a loop-carried name is beyond this evaluator)."""
+        if self.var not in self.k.deps.closure({name}):
+            return 0.7  # an arbitrary finite value for names that do not depend on the padded lane
+        defs = [(st, rhs) for st, rhs in self.k.deps.defs.get(name, []) if st.end_byte <= at]
+        if not defs:
+            return self.fill if name == self.var else UNKNOWN
+        stmt, rhs = max(defs, key=lambda d: d[0].start_byte)
+        if stmt.type != "assignment":
             return UNKNOWN
-        return 0.7  # an arbitrary finite value for names that do not depend on the padded lane
+        if name == self.var and self.k.src.calls(rhs, "tl.load"):
+            return self.fill
+        return self.value(rhs, depth + 1)
 
     def _binary(self, node: Node, depth: int):
         a = self.value(node.child_by_field_name("left"), depth + 1)
@@ -99,7 +104,7 @@ def masked_loads(k: Kernel):
     """(load call, assigned variable, mask node) of the masked loads bound to a variable."""
     for c in k.calls("tl.load"):
         m = mask_arg(k.src, c)
-        var = assigned_var(c)
+        var = load_var(c)
         if m is not None and var is not None:
             yield c, var, m
 
@@ -126,8 +131,8 @@ class OtherIdentity(Recipe):
                 reds = reductions_of(k, var, after=c.start_byte)
                 if not reds:
                     continue
-                kind = reds[0][1]
-                if fill_kind(other_arg(c)) == kind:
+                kind = reds[0].kind
+                if fill_kind(other_arg(c)) == kind or _vanishes(k, c, var, reds[0]):
                     continue
                 edits.append((c, set_other(c, IDENTITY[kind]), kind))
             if not edits:
@@ -151,9 +156,11 @@ class MaskPaddedLanes(Recipe):
             edits = []
             for c, var, mask in masked_loads(k):
                 fill = other_value(c)
-                for red, kind in reductions_of(k, var, after=c.start_byte):
-                    arg = call_arg(red, 0, "input")
-                    if arg is None or any(n.type == "call" and k.src.call_name(n) in REDUCTIONS
+                for red in reductions_of(k, var, after=c.start_byte):
+                    arg, kind = red.input, red.kind
+                    if red.node.type != "call" or s.call_name(red.node) not in REDUCTIONS:
+                        continue  # a running accumulation: its fill is other_identity's business
+                    if any(n.type == "call" and k.src.call_name(n) in REDUCTIONS
                                           for n in walk(arg)):
                         continue
                     if _through_reduction(k, var, arg):
@@ -178,6 +185,15 @@ def other_value(call: Node) -> float | None:
     if kind in ("max", "min"):
         return IDENTITY_VALUE[kind]
     return number(o)
+
+
+def _vanishes(k: Kernel, load: Node, var: str, red) -> bool:
+    """The padded lane already reaches the reduction as its identity (a tl.where on the mask)."""
+    if red.node.type != "call":
+        return False
+    mask = mask_arg(k.src, load)
+    v = LaneEval(k, var, other_value(load), text(mask)).value(red.input)
+    return v is not UNKNOWN and _is_identity(v, red.kind)
 
 
 def _is_identity(v: float, kind: str) -> bool:

@@ -1,13 +1,14 @@
-"""Launch-grid recipes: cdiv instead of floor division, swapped program-id axes, a block that must
-cover the whole row."""
+"""Launch-grid recipes: cdiv instead of floor division (and one program per row of every leading
+dim), swapped program-id axes, a block that must cover the whole row."""
 from __future__ import annotations
 
+import re
 from itertools import combinations
 
 from debugger.recipes.base import Edit, Recipe
 from debugger.recipes.indexing import is_pointer
-from debugger.recipes.syntax import (ARANGE, LOOP, PID, Deps, Kernel, Launch, Node, Source, call_args,
-                                     enclosing, flatten, identifiers, inside, number, text, unparen, walk)
+from debugger.recipes.syntax import (LOOP, Deps, Kernel, Launch, Node, Source, call_args, enclosing,
+                                     identifiers, inside, number, text, unparen, walk)
 
 MODULES = {"triton", "tl", "torch", "math", "meta", "META", "self", "int", "min", "max"}
 
@@ -86,6 +87,45 @@ class GridCdiv(Recipe):
         if len(edits) > 1:
             for e in edits:
                 yield self.patch(s, [e], "replace one floor division in the grid by cdiv")
+        for launch in s.launches:
+            yield from self._row_count(s, launch)
+
+    def _row_count(self, s: Source, launch: Launch):
+        """`grid = (x.shape[0],)` for a kernel that walks rows of length `x.shape[-1]`: an input with
+        more than two dims has `x.numel() // x.shape[-1]` rows."""
+        dims = launch.grid_dims()
+        m = re.fullmatch(r"(\w+)\.(?:shape\[0\]|size\(0\))", text(dims[0]).replace(" ", "")) \
+            if len(dims) == 1 else None
+        k = s.kernel(launch.kernel)
+        if m is None or k is None or launch.host is None:
+            return
+        t = m.group(1)
+        last = {f"{t}.shape[-1]", f"{t}.size(-1)"}
+        host = Deps(s, launch.host)
+        bind = launch.bind(k)
+        for p in _kernel_evidence(k, _pid_vars(k).get("0", set())) | _row_strides(k):
+            arg = bind.get(p)
+            if arg is None:
+                continue
+            a = text(arg).replace(" ", "")
+            rhs = [text(r).replace(" ", "") for _, r in host.defs.get(a, [])]
+            if a in last or any(r in last for r in rhs):
+                yield self.patch(s, [Edit.replace(dims[0], f"{t}.numel() // {text(arg)}")],
+                                 f"launch one program per row of every leading dim of {t}")
+                return
+
+
+def _row_strides(k: Kernel) -> set[str]:
+    """Parameters a program id is multiplied by (`row * D`): the row length of a row kernel."""
+    pids = _pid_vars(k).get("0", set())
+    out = set()
+    for n in k.nodes("binary_operator"):
+        if text(n.child_by_field_name("operator")) != "*":
+            continue
+        ops = [unparen(c) for c in (n.child_by_field_name("left"), n.child_by_field_name("right"))]
+        if any(o.type == "identifier" and text(o) in pids for o in ops):
+            out |= {text(o) for o in ops if o.type == "identifier" and k.param(text(o))}
+    return out
 
 
 # -------------------------------------------------------------------------------------------------
@@ -100,52 +140,71 @@ def _pid_vars(k: Kernel) -> dict[str, set[str]]:
     return out
 
 
-def _kernel_evidence(k: Kernel, names: set[str]) -> set[str]:
-    """Identifiers combined (by arithmetic or comparison) with the pid variables `names`."""
+def _kernel_evidence(k: Kernel, pid_names: set[str]) -> set[str]:
+    """What an axis's program id is tied to: the block sizes it is multiplied by and the bounds its
+    offsets are compared with (the pid variables and the names computed directly from them)."""
+    near = set(pid_names)
+    for name, defs in k.deps.defs.items():
+        if any(identifiers(rhs) & pid_names for _, rhs in defs):
+            near.add(name)
     ev: set[str] = set()
     for n in walk(k.body):
-        if n.type not in ("binary_operator", "comparison_operator"):
-            continue
-        operands = [unparen(c) for c in n.named_children]
-        if any(o.type == "identifier" and text(o) in names for o in operands):
-            for o in operands:
-                ev |= identifiers(o) - names
+        if n.type == "binary_operator" and text(n.child_by_field_name("operator")) == "*":
+            ops = [unparen(c) for c in (n.child_by_field_name("left"), n.child_by_field_name("right"))]
+            if any(o.type == "identifier" and text(o) in pid_names for o in ops):
+                ev |= {text(o) for o in ops if o.type == "identifier" and k.is_constexpr(text(o))}
+        elif n.type == "comparison_operator" and n.named_child_count == 2:
+            left, right = (unparen(c) for c in n.named_children)
+            for a, b in ((left, right), (right, left)):
+                base = a.child_by_field_name("value") if a.type == "subscript" else a
+                if base is not None and base.type == "identifier" and text(base) in near:
+                    ev |= identifiers(b) - near
     return ev
 
 
-def _host_tokens(s: Source, node: Node, tensors: set[str]) -> set[str]:
-    toks = identifiers(node) - MODULES - tensors
-    toks |= {text(c)[1:-1] for c in walk(node) if c.type == "string"}
-    toks |= {text(c).replace(" ", "") for c in walk(node)
-             if c.type in ("subscript", "call") and ("shape" in text(c) or ".size(" in text(c))}
-    return toks
+def _host_tokens(s: Source, node: Node, tensors: set[str]) -> tuple[set[str], set[str]]:
+    """(strong, weak) tokens of a host expression: names and shape expressions; number literals."""
+    strong = identifiers(node) - MODULES - tensors
+    strong |= {text(c)[1:-1] for c in walk(node) if c.type == "string"}
+    strong |= {text(c).replace(" ", "") for c in walk(node)
+               if c.type in ("subscript", "call") and ("shape" in text(c) or ".size(" in text(c))}
+    weak = {text(c) for c in walk(node) if c.type == "integer"}
+    return strong, weak
 
 
 def _axes_consistent(s: Source, k: Kernel, launch: Launch) -> bool | None:
     """True/False when the grid's dims and the kernel's pid axes visibly agree/disagree; None if unknown."""
     dims = launch.grid_dims()
-    pids = _pid_vars(k)
     bind = launch.bind(k)
     tensors = {text(v) for p, v in bind.items() if is_pointer(k, p)}
-    kernel_ev: dict[int, set[str]] = {}
-    for axis, names in pids.items():
+    kernel_ev: dict[int, tuple[set[str], set[str]]] = {}
+    for axis, names in _pid_vars(k).items():
         if not axis.isdigit():
             continue
-        ev = set()
+        strong, weak = set(), set()
         for p in _kernel_evidence(k, names):
-            ev.add(p)
+            strong.add(p)
             if p in bind:
-                ev |= _host_tokens(s, bind[p], tensors)
-        kernel_ev[int(axis)] = ev
+                st, wk = _host_tokens(s, bind[p], tensors)
+                strong |= st
+                weak |= wk
+        kernel_ev[int(axis)] = (strong, weak)
     grid_ev = {i: _host_tokens(s, d, tensors) for i, d in enumerate(dims)}
     verdicts = []
-    for a, ev in kernel_ev.items():
-        if a not in grid_ev or not ev or not grid_ev[a]:
+    for a, (strong, weak) in kernel_ev.items():
+        if a not in grid_ev:
             continue
-        if ev & grid_ev[a]:
-            verdicts.append(True)
-        elif any(ev & g for b, g in grid_ev.items() if b != a):
-            verdicts.append(False)
+        for pick in (0, 1):  # names first; number literals only when names say nothing
+            mine = (strong, weak)[pick]
+            theirs = {b: g[pick] for b, g in grid_ev.items()}
+            if not mine or not theirs[a] and not any(theirs.values()):
+                continue
+            if mine & theirs[a]:
+                verdicts.append(True)
+                break
+            if any(mine & g for b, g in theirs.items() if b != a):
+                verdicts.append(False)
+                break
     if not verdicts:
         return None
     return all(verdicts)
@@ -159,7 +218,7 @@ class SwapProgramIdAxis(Recipe):
     description = "tl.program_id(0)/(1) mapped to the wrong grid axes: swap them in the kernel or the grid."
 
     def _propose(self, s: Source, hints: dict):
-        forced = hints.get("bug_class") in self.bug_classes
+        forced = self.forced(hints)
         for k in s.kernels:
             calls = k.calls("tl.program_id")
             axes = sorted({text(call_args(c)[0][0]) for c in calls if call_args(c)[0]})
@@ -226,14 +285,10 @@ class BlockCoversRow(Recipe):
     id = "block_covers_row"
     bug_classes = ("reduction_axis",)
     symptoms = ("block_smaller_than_row", "whole_rows_wrong", "intermediate_wrong", "fails_other_shapes")
-    description = "One block must span the reduced row: launch with BLOCK = triton.next_power_of_2(N)."
+    description = "One block must span the whole row: launch with BLOCK = triton.next_power_of_2(N)."
 
     def _propose(self, s: Source, hints: dict):
         for k in s.kernels:
-            reductions = k.calls("tl.sum", "tl.max", "tl.min", "tl.argmax", "tl.argmin", "tl.cumsum",
-                                 "tl.cumprod", "tl.reduce", "tl.associative_scan", "tl.xor_sum")
-            if not reductions:
-                continue
             for block, bound in row_blocks(k):
                 edits = []
                 for l in k.launches():

@@ -94,25 +94,35 @@ def index_parts(k: Kernel, ptr: Node, depth: int = 0) -> list[Node]:
 
 
 def suffix_of(node: Node) -> tuple[str, Node]:
-    """(`[:, None]`-like broadcast suffix, the indexed value) of a subscript; ('', node) otherwise."""
+    """(`[:, None]`-like broadcast suffix, the indexed value) of a subscript; for arithmetic over
+    one suffixed operand and scalars (`(offs_l[None, :] + k)`), that operand's suffix and the node;
+    ('', node) otherwise."""
     node = unparen(node)
     if node.type == "subscript":
         subs = node.children_by_field_name("subscript")
         if subs and all(c.type in ("none", "slice") for c in subs):
             value = node.child_by_field_name("value")
             return text(node)[len(text(value)):].replace(" ", ""), value
+    if node.type == "binary_operator":
+        found = {suffix_of(c)[0] for c in (node.child_by_field_name("left"), node.child_by_field_name("right"))}
+        found.discard("")
+        if len(found) == 1:
+            return found.pop(), node
     return "", node
 
 
 def groups(k: Kernel, ptr: Node) -> dict[str, list[Node]] | None:
-    """Index parts by broadcast suffix, or None when the pointer mixes unsuffixed and suffixed
-    index parts (a case whose per-axis mask cannot be told) or has no index part."""
+    """Index parts by broadcast suffix, or None when the pointer has no index part or mixes
+    suffixed parts with an unsuffixed tile (a case whose per-axis mask cannot be told). Unsuffixed
+    scalar parts (an inner loop's variable, not a tl.arange) shift the tile and are left out."""
     out: dict[str, list[Node]] = {}
     for p in index_parts(k, ptr):
         out.setdefault(suffix_of(p)[0], []).append(p)
-    if not out or ("" in out and len(out) > 1):
-        return None
-    return out
+    if "" in out and len(out) > 1:
+        if any(ARANGE in k.deps.of(p) for p in out[""]):
+            return None
+        del out[""]
+    return out or None
 
 
 def signature(k: Kernel, ptr: Node) -> tuple | None:
@@ -263,17 +273,63 @@ def derived(k: Kernel, var: str) -> set[str]:
     return {var} | {n for n in k.deps.direct if var in k.deps.closure({n}) and n != var}
 
 
-def reductions_of(k: Kernel, var: str, after: int = 0) -> list[tuple[Node, str]]:
-    """(call, kind) of the reductions whose input depends on `var`, in source order."""
+@dataclass
+class Reduction:
+    """A reduction (`tl.sum(x)`) or running accumulation (`m = tl.maximum(m, x)`, `acc += x`)."""
+
+    node: Node
+    kind: str
+    input: Node
+
+
+def load_var(call: Node) -> str | None:
+    """The variable a load's value is bound to: `x = tl.load(...)` (with `.to()`), or
+    `x = tl.load(...) * scale` when the statement holds this one load."""
+    var = assigned_var(call)
+    if var is not None:
+        return var
+    n = call
+    while n.parent is not None and n.parent.type in ("binary_operator", "parenthesized_expression",
+                                                     "unary_operator", "argument_list", "call",
+                                                     "attribute"):
+        n = n.parent
+    p = n.parent
+    if p is None or p.type != "assignment" or not same(p.child_by_field_name("right"), n):
+        return None
+    left = p.child_by_field_name("left")
+    loads = [c for c in walk(n) if c.type == "call" and text(c.child_by_field_name("function")).endswith("load")]
+    return text(left) if left.type == "identifier" and len(loads) == 1 else None
+
+
+def reductions_of(k: Kernel, var: str, after: int = 0) -> list[Reduction]:
+    """The reductions and running accumulations whose input depends on `var`, in source order."""
     names = derived(k, var)
     out = []
     for c in k.calls(*REDUCTIONS):
-        if c.start_byte < after:
-            continue
         arg = call_arg(c, 0, "input")
-        if arg is not None and (identifiers(arg) & names):
-            out.append((c, REDUCTIONS[k.src.call_name(c)]))
-    return sorted(out, key=lambda r: r[0].start_byte)
+        if c.start_byte >= after and arg is not None and identifiers(arg) & names:
+            out.append(Reduction(c, REDUCTIONS[k.src.call_name(c)], arg))
+    for stmt in k.nodes("assignment", "augmented_assignment"):
+        if stmt.start_byte < after:
+            continue
+        left = stmt.child_by_field_name("left")
+        rhs = stmt.child_by_field_name("right")
+        if left is None or rhs is None or left.type != "identifier":
+            continue
+        acc = text(left)
+        if stmt.type == "augmented_assignment":
+            kind = {"+=": "sum", "*=": "prod"}.get(text(stmt.child_by_field_name("operator")))
+            if kind and identifiers(rhs) & names and acc not in names - {acc} | {var}:
+                out.append(Reduction(stmt, kind, rhs))
+            continue
+        rhs = unparen(rhs)
+        if rhs.type == "call" and k.src.call_name(rhs) in ("tl.maximum", "tl.minimum"):
+            pos, _ = call_args(rhs)
+            if len(pos) == 2 and acc in (text(pos[0]), text(pos[1])):
+                other = pos[1] if text(pos[0]) == acc else pos[0]
+                if identifiers(other) & names:
+                    out.append(Reduction(rhs, "max" if k.src.call_name(rhs) == "tl.maximum" else "min", other))
+    return sorted(out, key=lambda r: r.node.start_byte)
 
 
 def fill_kind(node: Node | None) -> str | None:

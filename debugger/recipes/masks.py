@@ -1,4 +1,5 @@
-"""Mask recipes: add a missing mask to tl.load/tl.store, correct a mask's bound, mask the K loop's tail."""
+"""Mask recipes: add a missing mask to tl.load/tl.store, correct a mask's bound or the index it
+tests, mask the K loop's tail."""
 from __future__ import annotations
 
 import re
@@ -6,12 +7,11 @@ from collections import defaultdict
 from itertools import product
 
 from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.indexing import (Comparison, assigned_var, comparisons, fill_kind, groups,
-                                       IDENTITY, index_parts, is_block_ptr, is_index, loop_info,
-                                       loop_of, loops, mask_arg, name_class, other_arg,
+from debugger.recipes.indexing import (Comparison, comparisons, groups, IDENTITY, is_block_ptr, is_index,
+                                       load_var, loop_of, loops, mask_arg, name_class, other_arg,
                                        reductions_of, signature, size_params, suffix_class, suffix_of)
-from debugger.recipes.syntax import (LOOP, Kernel, Node, Source, call_arg, call_args, identifiers,
-                                     inside, last_arg_end, line, text, unparen, walk)
+from debugger.recipes.syntax import (LOOP, Kernel, Node, Source, call_arg, call_args, identifiers, inside,
+                                     last_arg_end, line, text, unparen)
 
 
 def pointer(call: Node) -> Node | None:
@@ -19,15 +19,8 @@ def pointer(call: Node) -> Node | None:
 
 
 def defined_before(k: Kernel, names: set[str], at: int) -> bool:
-    """Every local name in `names` has an assignment before byte `at` (parameters always do)."""
-    for n in names:
-        defs = k.deps.defs.get(n)
-        if defs and not any(stmt.start_byte < at for stmt, _ in defs):
-            return False
-        if not defs and n not in k.param_names and n not in k.deps.direct:
-            # a global (tl, constants) or a loop variable: loop variables are in deps.direct
-            continue
-    return True
+    """Every name in `names` that the kernel assigns has an assignment before byte `at`."""
+    return all(any(stmt.start_byte < at for stmt, _ in k.deps.defs[n]) for n in names if k.deps.defs.get(n))
 
 
 def advanced_in_loop(k: Kernel, call: Node) -> bool:
@@ -41,9 +34,9 @@ def advanced_in_loop(k: Kernel, call: Node) -> bool:
 
 def load_fill(k: Kernel, call: Node) -> str:
     """The `other=` for a newly masked load: the identity of the first reduction it feeds."""
-    var = assigned_var(call)
+    var = load_var(call)
     reds = reductions_of(k, var, after=call.start_byte) if var else []
-    return IDENTITY[reds[0][1]] if reds else "0.0"
+    return IDENTITY[reds[0].kind] if reds else "0.0"
 
 
 # -------------------------------------------------------------------------------------------------
@@ -68,13 +61,14 @@ def group_bounds(k: Kernel, parts: list[Node], suffix: str, site: Node) -> list[
     out.extend(size_params(k, prefer))
     good = []
     for b in dict.fromkeys(out):
-        if k.is_constexpr(b) or not defined_before(k, identifiers_of_text(k, b), site.start_byte):
+        if k.is_constexpr(b) or not defined_before(k, names_in(b), site.start_byte):
             continue
         good.append(b)
     return good
 
 
-def identifiers_of_text(k: Kernel, t: str) -> set[str]:
+def names_in(t: str) -> set[str]:
+    """The identifiers in a piece of expression text."""
     return set(re.findall(r"[A-Za-z_]\w*", t))
 
 
@@ -169,7 +163,7 @@ class FixMaskBound(Recipe):
 
     def _propose(self, s: Source, hints: dict):
         near = hints.get("line") if isinstance(hints.get("line"), int) else None
-        forced = hints.get("recipe") == self.id
+        forced = self.forced(hints)
         for k in s.kernels:
             cmps = mask_comparisons(k)
             by_index = defaultdict(set)
@@ -179,6 +173,7 @@ class FixMaskBound(Recipe):
                 yield from self._fix_op(s, c)
                 yield from self._fix_bound(s, k, c, by_index, forced or (near is not None and
                                                                            abs(line(c.node) - near) <= 1))
+            yield from self._fix_index(s, k)
             yield from self._swap_pair(s, k, cmps)
             yield from self._host_args(s, k, cmps, forced or near is not None)
 
@@ -203,6 +198,34 @@ class FixMaskBound(Recipe):
             if alt != bound:
                 yield self.patch(s, [Edit.replace(c.bound, alt)],
                                  f"compare against {alt} instead of {bound} at line {line(c.node)}")
+
+    def _fix_index(self, s: Source, k: Kernel):
+        """The mask tests part of the index: `mask=offs < n` for `ptr + start + offs` in a loop
+        over `start` (or a program's block offset) tests only the first block."""
+        for call in k.calls("tl.load", "tl.store"):
+            mask = mask_arg(s, call)
+            g = groups(k, pointer(call)) if mask is not None else None
+            if not g:
+                continue
+            inline = unparen(mask).type == "comparison_operator"
+            defs = k.deps.defs.get(text(mask), []) if unparen(mask).type == "identifier" else []
+            source = mask if inline else (defs[0][1] if len(defs) == 1 else None)
+            if source is None:
+                continue
+            for c in comparisons(k, source):
+                base = text(suffix_of(c.index)[1])
+                for suffix, parts in g.items():
+                    texts = [text(suffix_of(p)[1]) for p in parts]
+                    if base not in texts or len(parts) < 2:
+                        continue
+                    full = " + ".join(text(p) for p in parts)
+                    if inline:
+                        edit = Edit.replace(c.index, full)
+                    else:
+                        new = text(source)[:c.index.start_byte - source.start_byte] + full + \
+                            text(source)[c.index.end_byte - source.start_byte:]
+                        edit = Edit.replace(mask, f"({new})" if " & " in new or " | " in new else new)
+                    yield self.patch(s, [edit], f"the mask at line {line(call)} tests the whole index {full}")
 
     def _swap_pair(self, s: Source, k: Kernel, cmps: list[Comparison]):
         """Row and column bounds exchanged within one mask expression."""
@@ -266,7 +289,7 @@ def k_group(k: Kernel, call: Node, loop, block: str | None):
     step = text(loop.step) if loop.step is not None else block
     best = None
     for suffix, parts in g.items():
-        if any(loop.var in identifiers(p) for p in parts):
+        if any(loop.var in k.deps.of(p) for p in parts):
             return suffix, parts, True
         for p in parts:
             base = text(suffix_of(p)[1])
@@ -309,17 +332,24 @@ class KTailMask(Recipe):
                     yield self.patch(s, edits, f"mask the K tail of the loop at line {line(loop.node)} "
                                                f"in {k.name}")
 
+    @staticmethod
+    def _relative_bounds(k: Kernel, mask: Node, parts: list[Node], loop, bound: str, shift: str) -> list[Edit]:
+        """With advancing pointers the k offsets stay 0..BLOCK_K: `offs_k < K` must be `< K - k`."""
+        bases = {text(suffix_of(p)[1]) for p in parts}
+        out = []
+        for c in comparisons(k, mask):
+            if c.op == "<" and text(suffix_of(c.index)[1]) in bases and text(c.bound) == bound:
+                out.append(Edit.replace(c.bound, f"{bound} - {shift}"))
+        return out
+
     def _mask_edit(self, k: Kernel, call: Node, loop, bound: str, block: str | None):
         grp = k_group(k, call, loop, block)
         if grp is None:
             return None
         suffix, parts, has_var = grp
         lhs = " + ".join(text(p) for p in parts)
-        if has_var:
-            kmask = f"{lhs} < {bound}"
-        else:
-            shift = loop.var if block is None else f"{loop.var} * {block}"
-            kmask = f"{lhs} < {bound} - {shift}"
+        shift = loop.var if block is None else f"{loop.var} * {block}"
+        kmask = f"{lhs} < {bound}" if has_var else f"{lhs} < {bound} - {shift}"
         mask = mask_arg(k.src, call)
         edits = []
         if mask is None:
@@ -329,7 +359,9 @@ class KTailMask(Recipe):
                 extra += ", other=0.0"
             edits.append(Edit.insert(at, extra))
         else:
-            if bound in identifiers(mask) or bound in text(mask):
+            if names_in(bound) & k.deps.of(mask) - {"tl", k.src.tl}:
+                if not has_var:
+                    edits += self._relative_bounds(k, mask, parts, loop, bound, shift)
                 if other_arg(call) is None:
                     edits.append(Edit.insert(last_arg_end(call), ", other=0.0"))
                 return edits or None

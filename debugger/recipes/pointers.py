@@ -10,9 +10,8 @@ from debugger.recipes.indexing import (Loop, index_parts, is_pointer, loops, nam
                                        suffix_of, terms)
 from debugger.recipes.masks import pointer
 from debugger.recipes.precision import launch_hosts, tensor_params
-from debugger.recipes.syntax import (ARANGE, Deps, Kernel, Node, Source, body_insert_point, call_arg, call_args,
-                                     identifiers, inside, line, number, params, statement_of, text, unparen,
-                                     walk)
+from debugger.recipes.syntax import (ARANGE, Deps, Kernel, Node, Source, body_insert_point, call_arg,
+                                     call_args, identifiers, inside, line, target_names, text, unparen, walk)
 
 
 def arange_size(k: Kernel, name: str) -> str | None:
@@ -80,6 +79,15 @@ def append_to_loop(s: Source, loop: Loop, code: str) -> Edit:
     return Edit.insert(end, f"\n{s.indent_of(stmts[0])}{code}")
 
 
+def _tensor_token(k: Kernel, var: str) -> str | None:
+    """'w' for a pointer variable built from `w_ptr` (the prefix its stride parameters share)."""
+    for name in k.deps.closure({var}):
+        m = re.fullmatch(r"(\w+?)_?ptr", name)
+        if k.param(name) and m:
+            return m.group(1).lower()
+    return None
+
+
 class AdvancePointers(Recipe):
     id = "advance_pointers"
     bug_classes = ("pointer_advance",)
@@ -105,10 +113,14 @@ class AdvancePointers(Recipe):
 
     def _fix_stale(self, s: Source, k: Kernel, loop: Loop, stale: list[Node]):
         per_call: list[list[Edit]] = []
-        seen_vars = set()
+        seen_vars, seen_bases = set(), set()
         for c in stale:
             ptr = unparen(pointer(c))
             options: list[list[Edit]] = []
+            base = self._local_base(k, ptr)
+            if base is not None and base not in seen_bases:
+                seen_bases.add(base)
+                options += [[e] for e in self._sibling_advance(s, k, loop, base)]
             if ptr.type == "identifier" and k.deps.defs.get(text(ptr)):
                 if text(ptr) in seen_vars:
                     continue
@@ -127,6 +139,37 @@ class AdvancePointers(Recipe):
         for opts in per_call:
             for o in opts:
                 yield self.patch(s, o, f"advance one pointer of the loop at line {line(loop.node)}")
+
+    @staticmethod
+    def _local_base(k: Kernel, ptr: Node) -> str | None:
+        """The local pointer variable a pointer expression starts from (`w_base` in `w_base + kh * s`)."""
+        for t in terms(ptr):
+            t = unparen(t)
+            if t.type == "identifier" and not k.param(t.text.decode()) and \
+                    any(k.param(n) and is_pointer(k, n) for n in k.deps.closure({text(t)})):
+                return text(t)
+        return None
+
+    @staticmethod
+    def _sibling_advance(s: Source, k: Kernel, loop: Loop, base: str) -> list[Edit]:
+        """`x_base += stride_xc` advances a sibling in this loop: advance `w_base` by `stride_wc`."""
+        mine = _tensor_token(k, base)
+        out = []
+        for st in loop.body.named_children:
+            aug = st.named_children[0] if st.type == "expression_statement" and st.named_child_count else None
+            if aug is None or aug.type != "augmented_assignment":
+                continue
+            other = text(aug.child_by_field_name("left"))
+            theirs = _tensor_token(k, other)
+            if other == base or not mine or not theirs:
+                continue
+            step = text(aug.child_by_field_name("right"))
+            new = re.sub(rf"\bstride_{re.escape(theirs)}(\w*)", lambda m: f"stride_{mine}{m.group(1)}", step)
+            if new != step and all(k.param(n) for n in re.findall(r"\bstride_\w+", new)):
+                end = s.data.find(b"\n", st.end_byte)
+                out.append(Edit.insert(end if end >= 0 else len(s.data),
+                                       f"\n{s.indent_of(st)}{base} += {new}"))
+        return out
 
     def _shift_inline(self, s: Source, k: Kernel, loop: Loop, call: Node, ptr: Node) -> list[list[Edit]]:
         """Add the loop offset to the index part that walks with the loop (its arange matches the
@@ -207,14 +250,38 @@ def stride_role(k: Kernel, pname: str) -> str | None:
     return None
 
 
+def dim_names(s: Source, host: Node, tensor: str) -> dict[int, str]:
+    """Host names for a tensor's dims: `N = w.shape[0]`, `M, K = x.shape` -> {0: 'n'} / {0: 'm', 1: 'k'}."""
+    out: dict[int, str] = {}
+    for n in walk(host):
+        if n.type != "assignment":
+            continue
+        rhs = text(n.child_by_field_name("right")).replace(" ", "")
+        targets = target_names(n.child_by_field_name("left"))
+        m = re.fullmatch(rf"{re.escape(tensor)}\.(?:shape\[(-?\d+)\]|size\((-?\d+)\))", rhs)
+        if m and len(targets) == 1:
+            out[int(m.group(1) or m.group(2))] = targets[0].lower()
+        elif rhs in (f"{tensor}.shape", f"{tensor}.size()"):
+            out.update({i: t.lower() for i, t in enumerate(targets)})
+    return out
+
+
+def _axis_letters(pname: str) -> str | None:
+    """'k' for stride_wk / stride_w_k / stride_xk (the axis a stride parameter names)."""
+    last = pname.lower().split("_")[-1]
+    if last == "stride" or not last:
+        return None
+    return last[-1] if len(last) <= 3 else None
+
+
 class SwapStrides(Recipe):
     id = "swap_strides"
     bug_classes = ("stride_layout",)
     symptoms = ("transposed", "fails_noncontiguous", "hardcoded_stride", "all_wrong", "periodic_errors")
-    description = "Stride arguments passed in the wrong order (stride(0)/stride(1) swapped), or a shape passed as a stride."
+    description = "Stride arguments in the wrong order (stride(0)/stride(1) swapped), or a shape passed as a stride."
 
     def _propose(self, s: Source, hints: dict):
-        forced = hints.get("recipe") == self.id or "transposed" in hints.get("symptoms", ())
+        forced = self.forced(hints) or bool({"transposed", "fails_noncontiguous"} & set(hints.get("symptoms", ())))
         for k in s.kernels:
             for launch in k.launches():
                 by_tensor = stride_args(launch, k)
@@ -223,8 +290,10 @@ class SwapStrides(Recipe):
                     if len(args) < 2:
                         continue
                     top = max(d for _, d, _ in args)
+                    names = dim_names(s, launch.host, t) if launch.host is not None else {}
                     for (p1, d1, a1), (p2, d2, a2) in combinations(args, 2):
-                        if not forced and not self._mismatch(k, top, (p1, d1), (p2, d2)):
+                        if not forced and not self._mismatch(k, top, (p1, d1), (p2, d2)) and \
+                                not self._named_mismatch(names, (p1, d1), (p2, d2)):
                             continue
                         edits = [Edit.replace(a1, text(a2)), Edit.replace(a2, text(a1))]
                         all_edits += edits
@@ -244,6 +313,18 @@ class SwapStrides(Recipe):
         (p1, d1), (p2, d2) = a, b
         w1, w2 = want(p1), want(p2)
         return (w1 is not None and w1 != d1 and w1 == d2) or (w2 is not None and w2 != d2 and w2 == d1)
+
+    @staticmethod
+    def _named_mismatch(names: dict[int, str], a, b) -> bool:
+        """`N = w.shape[0]` names w's dim 0 "n"; passing w.stride(0) for `stride_wk` and w.stride(1)
+        for `stride_wn` then has the axes the wrong way round."""
+        (p1, d1), (p2, d2) = a, b
+        l1, l2 = _axis_letters(p1), _axis_letters(p2)
+        for (da, la, lb) in ((d1, l1, l2), (d2, l2, l1)):
+            n = names.get(da)
+            if n and la and lb and n != la and n == lb:
+                return True
+        return False
 
     def _shape_as_stride(self, s: Source, k: Kernel, launch):
         """A stride parameter fed a shape or constant: pass the tensor's own stride."""
@@ -265,7 +346,8 @@ class SwapStrides(Recipe):
 
 
 # -------------------------------------------------------------------------------------------------
-LAYOUT_CHANGE = re.compile(r"\.(t|transpose|permute|mT|T|expand|narrow|as_strided|unfold|swapaxes)\b")
+LAYOUT_CHANGE = re.compile(r"\.(t|transpose|permute|mT|T|expand|expand_as|narrow|as_strided|unfold|swapaxes|"
+                           r"movedim|chunk|split|tensor_split|unbind|select|diagonal)\b|\[[^\]]*[:,][^\]]*\]")
 
 
 class ContiguousInputs(Recipe):
@@ -277,7 +359,8 @@ class ContiguousInputs(Recipe):
     def _propose(self, s: Source, hints: dict):
         edits = []
         for host in launch_hosts(s):
-            names = [n for n in tensor_params(s, host) if not self._already(s, host, n)]
+            names = [n for n in tensor_params(s, host)
+                     if not self._already(s, host, n) and not self._strided(s, host, n)]
             if names:
                 at, indent = body_insert_point(host)
                 code = "".join(f"{indent}{n} = {n}.contiguous()\n" for n in names)
@@ -302,6 +385,25 @@ class ContiguousInputs(Recipe):
             return any(LAYOUT_CHANGE.search(text(rhs)) and not text(rhs).rstrip().endswith(".contiguous()")
                        for st, rhs in defs if st.start_byte < launch.call.start_byte)
         return False
+
+    @staticmethod
+    def _strided(s: Source, host: Node, name: str) -> bool:
+        """The launch passes every stride of this tensor (the last one included): the kernel
+        handles any layout. Passing only `x.stride(0)` still assumes unit-stride rows."""
+        calls = "".join(text(l.call).replace(" ", "") for l in s.launches
+                        if l.host is not None and l.host.start_byte == host.start_byte)
+        dims = {int(d) for d in re.findall(rf"\b{re.escape(name)}\.stride\((-?\d+)\)", calls)}
+        if not dims:
+            return False
+        if -1 in dims:
+            return True
+        ndim = None
+        for n in walk(host):
+            if n.type == "assignment" and text(n.child_by_field_name("right")).replace(" ", "") in (
+                    f"{name}.shape", f"{name}.size()"):
+                ndim = len(target_names(n.child_by_field_name("left"))) or None
+        ndim = ndim or max(max(dims) + 1, 2)
+        return dims >= set(range(ndim))
 
     @staticmethod
     def _already(s: Source, host: Node, name: str) -> bool:

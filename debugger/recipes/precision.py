@@ -1,12 +1,13 @@
-"""Precision and dtype recipes: fp32 accumulators, the output's dtype, 64-bit offsets."""
+"""Precision and dtype recipes: fp32 accumulators (and no tf32 / downcasts in accumulation), the
+output's dtype, 64-bit offsets."""
 from __future__ import annotations
 
 import re
 
 from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.indexing import assigned_var, is_pointer, reductions_of
-from debugger.recipes.syntax import (Kernel, Node, Source, body_insert_point, call_arg, call_args, dotted,
-                                     enclosing, identifiers, line, params, text, unparen, walk)
+from debugger.recipes.indexing import assigned_var, is_pointer, pointer_bases, reductions_of
+from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, call_args, dotted, enclosing,
+                                     identifiers, params, text, unparen, walk)
 
 LOW = {"tl.float16", "tl.bfloat16", "tl.float8e4nv", "tl.float8e5"}
 TORCH_FLOAT = re.compile(r"^torch\.(float(16|32|64)?|half|bfloat16|double)$")
@@ -14,6 +15,7 @@ ALLOC = {"torch.empty": None, "torch.zeros": None, "torch.ones": None, "torch.fu
          "torch.empty_like": "like", "torch.zeros_like": "like", "torch.ones_like": "like",
          "torch.full_like": "like", "torch.empty_strided": None}
 DOWNCASTS = {"float", "half", "bfloat16", "double"}
+INDEX_NAME = re.compile(r"idx|index|indices|(^|_)ids?$|label|target|mask", re.I)
 
 
 def is_low(s: Source, node: Node | None) -> bool:
@@ -67,6 +69,11 @@ class WidenAccumulator(Recipe):
         for k in s.kernels:
             edits = self._accumulators(s, k) + self._dots(s, k) + self._casts(s, k)
             yield self.patch(s, edits, f"accumulate in fp32 in {k.name}")
+            casts = [_strip_cast(s, c) for c in low_casts(s, k.body)]
+            if casts:
+                yield self.patch(s, [e for e in edits if not any(c.start <= e.start < c.end or
+                                                                 e.start <= c.start < e.end for c in casts if c)]
+                                 + casts, f"compute in the loaded precision: drop every fp16/bf16 cast in {k.name}")
             if mentions_low_precision(s, hints):
                 loads = self._load_casts(s, k)
                 if loads:
@@ -126,7 +133,7 @@ class WidenAccumulator(Recipe):
             var = assigned_var(c)
             if var is None:
                 continue
-            sums = [r for r, kind in reductions_of(k, var, after=c.start_byte) if kind == "sum"]
+            sums = [r for r in reductions_of(k, var, after=c.start_byte) if r.kind == "sum"]
             feeds_acc = any(is_accumulator(k, n) and var in k.deps.closure({n}) and n != var
                             for n in k.deps.direct)
             feeds_dot = any(var in identifiers(d) for d in k.calls("tl.dot"))
@@ -162,41 +169,86 @@ class OutputDtype(Recipe):
     id = "output_dtype"
     bug_classes = ("dtype_cast",)
     symptoms = ("precision_noise", "large_error", "all_wrong")
-    description = "Output allocated, cast or stored in the wrong dtype -> the input's dtype."
+    description = ("Output allocated, cast or stored in the wrong dtype -> the input's dtype; int32 index outputs -> "
+                   "int64; lossy fp32 casts of values that only meet exact ops.")
 
     def _propose(self, s: Source, hints: dict):
         edits = []
         for host in launch_hosts(s):
             tensors = tensor_params(s, host)
-            if not tensors:
-                continue
-            x = tensors[0]
-            edits += self._allocations(s, host, x)
+            edits += self._allocations(s, host, tensors[0] if tensors else None)
             edits += self._returns(s, host)
         for k in s.kernels:
             for st in k.calls("tl.store"):
                 value = call_arg(st, 1, "value")
                 for c in low_casts(s, value) if value is not None else []:
                     edits.append(_strip_cast(s, c))
+            edits += self._lossy_upcasts(s, k)
         edits = [e for e in edits if e is not None]
         yield self.patch(s, edits, "allocate, return and store the output in the input's dtype")
         if len(edits) > 1:
             for e in edits:
                 yield self.patch(s, [e], "one dtype fix")
 
-    def _allocations(self, s: Source, host: Node, x: str) -> list[Edit]:
+    def _allocations(self, s: Source, host: Node, x: str | None) -> list[Edit]:
+        """Allocations of the output: float dtypes -> the input's (`x`'s) dtype, int32 -> int64."""
         edits = []
-        returned = {text(r.named_children[0]) for r in walk(host)
-                    if r.type == "return_statement" and r.named_child_count}
+        returned = {name for r in walk(host) if r.type == "return_statement" and r.named_child_count
+                    for name in identifiers(r.named_children[0])}
         for c in s.calls(host, *ALLOC):
             var = assigned_var(c)
             d = call_arg(c, 99, "dtype")
-            if d is not None:
-                if TORCH_FLOAT.match(s.canonical(dotted(d)) or "") and var is not None:
+            like = call_arg(c, 0, "input") if ALLOC[s.call_name(c)] == "like" else None
+            if x is None and (d is None or TORCH_FLOAT.match(s.canonical(dotted(d)) or "")):
+                continue
+            if d is None and like is not None and text(like) != x and INDEX_NAME.search(text(like)) and \
+                    var in returned | self._outputs(s, host):
+                # `empty_like(index)` for a result that holds the data's values, not the index's
+                fn = s.call_name(c).replace("_like", "")
+                edits.append(Edit.replace(c, f"{fn}({text(like)}.shape, dtype={x}.dtype, device={x}.device)"))
+            elif d is not None:
+                if TORCH_FLOAT.match(s.canonical(dotted(d)) or "") and var in returned:
                     edits.append(Edit.replace(d, f"{x}.dtype"))
+                elif s.canonical(dotted(d)) in ("torch.int32", "torch.int") and var in returned:
+                    edits.append(Edit.replace(d, "torch.int64"))  # torch's index results are int64
             elif ALLOC[s.call_name(c)] is None and var in returned:
                 edits.append(Edit.insert(c.child_by_field_name("arguments").end_byte - 1,
                                          f", dtype={x}.dtype"))
+        return edits
+
+    @staticmethod
+    def _outputs(s: Source, host: Node) -> set[str]:
+        """Host names passed for kernel pointers that the kernel stores to."""
+        out = set()
+        for l in s.launches:
+            if l.host is None or l.host.start_byte != host.start_byte:
+                continue
+            k = s.kernel(l.kernel)
+            stored = set()
+            for st in k.calls("tl.store", "tl.atomic_add"):
+                stored |= pointer_bases(k, call_arg(st, 0, "pointer"))
+            out |= {text(a) for p, a in l.bind(k).items() if p in stored}
+        return out
+
+    @staticmethod
+    def _lossy_upcasts(s: Source, k: Kernel) -> list[Edit]:
+        """`tl.load(...).to(tl.float32)` feeding only exact ops (min/max/where/abs/compare) into a
+        store: the cast gains nothing and rounds int64 (or fp64) values."""
+        edits = []
+        for c in k.calls("tl.load"):
+            p = c.parent
+            if p is None or p.type != "attribute" or text(p.child_by_field_name("attribute")) != "to" or \
+                    p.parent is None or p.parent.type != "call":
+                continue
+            cast = p.parent
+            pos, kw = call_args(cast)
+            target = pos[0] if pos else kw.get("dtype")
+            if s.canonical(dotted(target)) != "tl.float32":
+                continue
+            var = assigned_var(c)
+            if var is None or not _exact_only(k, var):
+                continue
+            edits.append(Edit.replace(cast, text(c)))
         return edits
 
     def _returns(self, s: Source, host: Node) -> list[Edit]:
@@ -218,12 +270,27 @@ class OutputDtype(Recipe):
         return edits
 
 
+EXACT_CALLS = {"tl.minimum", "tl.maximum", "tl.where", "tl.abs", "tl.clamp"}
+
+
+def _exact_only(k: Kernel, var: str) -> bool:
+    """Every value computed from `var` goes through exact operations only (no arithmetic)."""
+    names = {n for n in k.deps.direct if var in k.deps.closure({n})} | {var}
+    for n in names - {var}:
+        for _, rhs in k.deps.defs.get(n, []):
+            for node in walk(rhs):
+                if node.type == "binary_operator" or node.type == "call" and k.src.call_name(node) not in EXACT_CALLS:
+                    return False
+    users = [c for c in k.calls("tl.store") if identifiers(call_arg(c, 1, "value")) & names]
+    return bool(users) and len(names) > 1
+
+
 # -------------------------------------------------------------------------------------------------
 class Int64Offsets(Recipe):
     id = "int64_offsets"
     bug_classes = ("index_overflow",)
     symptoms = ("int32_offsets", "never_written", "nan_in_output", "fails_other_shapes", "masked_lane_store")
-    description = "Offsets from tl.program_id computed in int32: cast the program ids to tl.int64."
+    description = "Offsets computed in int32: cast the program ids (and int32 index casts) to tl.int64."
 
     def _propose(self, s: Source, hints: dict):
         for k in s.kernels:
@@ -234,3 +301,21 @@ class Int64Offsets(Recipe):
                     continue
                 edits.append(Edit.insert(c.end_byte, f".to({s.tl}.int64)"))
             yield self.patch(s, edits, f"compute program offsets in int64 in {k.name}")
+            casts = [Edit.replace(d, f"{s.tl}.int64") for d in self._int32_casts(s, k)]
+            if casts:
+                yield self.patch(s, casts, f"widen int32 casts to int64 in {k.name}")
+                yield self.patch(s, edits + casts, f"int64 program offsets and casts in {k.name}")
+
+    @staticmethod
+    def _int32_casts(s: Source, k: Kernel) -> list[Node]:
+        """The dtype nodes of `.to(tl.int32)` casts (index arithmetic that overflows 32 bits)."""
+        out = []
+        for c in s.calls(k.body):
+            f = c.child_by_field_name("function")
+            if f is None or f.type != "attribute" or text(f.child_by_field_name("attribute")) != "to":
+                continue
+            pos, kw = call_args(c)
+            d = pos[0] if pos else kw.get("dtype")
+            if d is not None and s.canonical(dotted(d)) in ("tl.int32", "tl.uint32"):
+                out.append(d)
+        return out

@@ -1,13 +1,13 @@
-"""Reduction and normalisation recipes: max subtraction before exp, means over N, the variance's
-divisor, eps inside the square root."""
+"""Reduction and normalisation recipes: max subtraction before exp (a two-pass max when the sum of
+exps runs over a loop), means over N, the variance's divisor, eps inside the square root."""
 from __future__ import annotations
 
 import re
 
-from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.indexing import comparisons, loop_of, size_params, suffix_of, terms
-from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, call_args, identifiers, line, number,
-                                     statement_of, text, unparen, walk)
+from debugger.recipes.base import Edit, Patch, Recipe
+from debugger.recipes.indexing import comparisons, loop_of, mask_arg, other_arg, size_params
+from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, identifiers, line, number, statement_of,
+                                     text, unparen, walk)
 
 SIMPLE = ("identifier", "attribute", "subscript", "call", "parenthesized_expression")
 EPS_NAME = re.compile(r"^(eps|epsilon|EPS|EPSILON|eps_\w*|\w*_eps)$")
@@ -41,15 +41,13 @@ def sum_derived_names(k: Kernel) -> set[str]:
 
 # -------------------------------------------------------------------------------------------------
 def _already_shifted(k: Kernel, arg: Node) -> bool:
-    """exp(x - m) with m a max (by its definition or its name)."""
-    a = unparen(arg)
-    if a.type != "binary_operator" or text(a.child_by_field_name("operator")) != "-":
-        return False
-    right = a.child_by_field_name("right")
-    if "max" in text(right).lower():
+    """The exponent already involves a max (a tl.max/tl.maximum call or a name saying max), directly
+    or through the variables it is computed from."""
+    names = k.deps.closure(identifiers(arg))
+    if "max" in text(arg).lower() or any("max" in n.lower() for n in names):
         return True
     return any(k.src.calls(rhs, "tl.max", "tl.maximum")
-               for n in k.deps.closure(identifiers(right)) for _, rhs in k.deps.defs.get(n, []))
+               for n in names for _, rhs in k.deps.defs.get(n, []))
 
 
 def _exp_sum(k: Kernel, exp: Node) -> Node | None:
@@ -77,7 +75,11 @@ class SubtractRowmax(Recipe):
             by_arg: dict[str, list[Node]] = {}
             for e in k.calls("tl.exp", "tl.exp2"):
                 arg = call_arg(e, 0, "x")
-                if arg is None or _already_shifted(k, arg) or loop_of(k, e) is not None:
+                if arg is None or _already_shifted(k, arg):
+                    continue
+                if loop_of(k, e) is not None:
+                    if s.call_name(e) == "tl.exp":
+                        yield max_prepass(self, s, k, e, loop_of(k, e))
                     continue
                 by_arg.setdefault(f"{s.call_name(e)}|{text(arg).replace(' ', '')}", []).append(e)
             for key, exps in by_arg.items():
@@ -123,11 +125,72 @@ def downstream(k: Kernel, names: set[str]) -> set[str]:
     return names | {n for n in k.deps.direct if k.deps.closure({n}) & names}
 
 
+def loop_slice(k: Kernel, loop, node: Node) -> list[Node] | None:
+    """The loop-body statements `node` depends on, in order (None if one is not a plain statement
+    of the body itself)."""
+    body = [c for c in loop.body.named_children if c.type != "comment"]
+    assigned = {n: st for st in body for n in assigned_names(st)}
+    need, todo = set(), set(identifiers(node))
+    while todo:
+        name = todo.pop()
+        if name in need or name not in assigned:
+            continue
+        need.add(name)
+        todo |= identifiers(assigned[name])
+    if any(name in k.deps.defs and any(loop.body.start_byte <= st.start_byte < loop.body.end_byte
+                                       and statement_of(st) not in body for st, _ in k.deps.defs[name])
+           for name in need):
+        return None
+    return [st for st in body if assigned_names(st) & need]
+
+
+def with_fill(s: Source, stmt: Node, fill: str) -> str:
+    """The statement's source lines, its masked loads filling `fill`."""
+    start, end = s.line_start(stmt), s.data.find(b"\n", stmt.end_byte)
+    edits = []
+    for c in s.calls(stmt, "tl.load"):
+        if mask_arg(s, c) is None:
+            continue
+        o = other_arg(c)
+        edits.append((o.start_byte, o.end_byte, fill) if o is not None else
+                     (last_arg_end(c), last_arg_end(c), f", other={fill}"))
+    out = s.data[start:end]
+    for a, b, t in sorted(edits, reverse=True):
+        out = out[:a - start] + t.encode() + out[b - start:]
+    return out.decode()
+
+
 def _uses(k: Kernel, call: Node, total: Node) -> bool:
     """`call` reads the sum `total` (inline or through a variable)."""
     if call.start_byte <= total.start_byte and total.end_byte <= call.end_byte:
         return True
     return bool(identifiers(call) & downstream(k, assigned_names(statement_of(total))))
+
+
+def max_prepass(recipe: Recipe, s: Source, k: Kernel, e: Node, loop) -> Patch | None:
+    """A log-sum-exp accumulated over a loop: a first pass over the same loop finds the max,
+    the second subtracts it inside exp, and the final log adds it back."""
+    acc_stmt = statement_of(e)
+    accs = assigned_names(acc_stmt)
+    if len(accs) != 1 or acc_stmt.named_children[0].type != "augmented_assignment":
+        return None
+    acc = accs.pop()
+    arg = call_arg(e, 0, "x")
+    stmts = loop_slice(k, loop, arg)
+    if stmts is None:
+        return None
+    m = fresh_name(k, "row_max")
+    header = text(loop.node)[:loop.body.start_byte - loop.node.start_byte].rstrip()
+    indent, inner = s.indent_of(loop.node), s.indent_of(loop.body.named_children[0])
+    lines = [f"{m} = {s.tl}.full([], -float(\"inf\"), {s.tl}.float32)", header]
+    lines += [with_fill(s, st, '-float("inf")')[len(indent):] for st in stmts]
+    lines.append(f"{inner[len(indent):]}{m} = {s.tl}.maximum({m}, {s.tl}.max({text(arg)}, axis=0))")
+    edits = [Edit.insert(s.line_start(loop.node), "".join(f"{indent}{l}\n" for l in lines)),
+             Edit.replace(arg, f"{paren(arg)} - {m}")]
+    for c in k.calls("tl.log"):
+        if c.start_byte > loop.node.end_byte and acc in k.deps.closure(identifiers(c)):
+            edits += [Edit.insert(c.start_byte, "("), Edit.insert(c.end_byte, f" + {m})")]
+    return recipe.patch(s, edits, f"two-pass log-sum-exp: find the max before the loop at line {line(loop.node)}")
 
 
 # -------------------------------------------------------------------------------------------------
@@ -180,9 +243,17 @@ def _is_variance(k: Kernel, stmt: Node) -> bool:
         arg = unparen(call_arg(c, 0, "input"))
         if arg.type == "binary_operator" and text(arg.child_by_field_name("operator")) in ("*", "**"):
             l, r = arg.child_by_field_name("left"), arg.child_by_field_name("right")
-            if text(l) == text(r) or number(r) == 2:
+            if (text(l) == text(r) or number(r) == 2) and _centered(k, l):
                 return True
     return False
+
+
+def _centered(k: Kernel, node: Node) -> bool:
+    """The squared quantity is `x - mean` (itself or through the names it is computed from); a raw
+    mean of squares (RMSNorm) is not a variance."""
+    exprs = [node] + [rhs for n in identifiers(node) for _, rhs in k.deps.defs.get(n, [])]
+    return any(n.type == "binary_operator" and text(n.child_by_field_name("operator")) == "-"
+               for e in exprs for n in walk(e))
 
 
 def _minus_one(node: Node) -> Node | None:

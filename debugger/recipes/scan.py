@@ -3,9 +3,10 @@ of a row that a kernel scans in a loop."""
 from __future__ import annotations
 
 from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.indexing import assigned_var, loop_of
-from debugger.recipes.reductions import fresh_name, insert_before
-from debugger.recipes.syntax import Kernel, Node, Source, call_arg, call_args, line, statement_of, text, unparen
+from debugger.recipes.indexing import loop_of
+from debugger.recipes.reductions import assigned_names, fresh_name, insert_before
+from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, call_args, identifiers, line, statement_of,
+                                     text, unparen, walk)
 
 SCANS = ("tl.cumsum", "tl.cumprod")
 
@@ -28,8 +29,8 @@ class ScanInclusive(Recipe):
                 x = call_arg(c, 0, "input")
                 if x is None:
                     continue
-                yield from self._inclusive(s, c, x)
                 yield from self._carry(s, k, c, x)
+                yield from self._inclusive(s, c, x)
                 yield from self._direction(s, c)
 
     def _inclusive(self, s: Source, c: Node, x: Node):
@@ -49,24 +50,51 @@ class ScanInclusive(Recipe):
     def _carry(self, s: Source, k: Kernel, c: Node, x: Node):
         """A loop over blocks of the scanned row must add the running total of earlier blocks."""
         loop = loop_of(k, c)
-        if loop is None or s.call_name(c) != "tl.cumsum":
-            return
-        res = assigned_var(c)
-        if res is None:
-            return
         stmt = statement_of(c)
-        carried = [n for n, defs in k.deps.defs.items()
-                   if any(st.type == "augmented_assignment" and loop.body.start_byte <= st.start_byte
-                          < loop.body.end_byte for st, _ in defs)]
-        if any(n in k.deps.closure({res}) or res in k.deps.closure({n}) for n in carried):
+        names = assigned_names(stmt)
+        if loop is None or len(names) != 1:
             return
+        res = names.pop()
         axis = call_arg(c, 1, "axis")
         axis_t = text(axis) if axis is not None else "0"
+        in_loop = lambda st: loop.body.start_byte <= st.start_byte < loop.body.end_byte  # noqa: E731
+        before = {n for n, defs in k.deps.defs.items()
+                  if any(st.start_byte < loop.node.start_byte for st, _ in defs)}
+        updated = {n for n, defs in k.deps.defs.items() if any(in_loop(st) for st, _ in defs)}
+        # a carry that is added but never updated: add the update
+        stale = [n for n in identifiers(statement_of(c)) & before - updated if n != res]
+        if s.call_name(c) != "tl.cumsum":
+            yield from self._carry_source(s, k, loop, res, before & updated)
+            return
+        if stale:
+            yield self.patch(s, [_after(s, stmt, f"{stale[0]} += {s.tl}.sum({text(x)}, axis={axis_t})")],
+                             f"update the carry {stale[0]} after each block of the scan at line {line(c)}")
+            return
+        yield from self._carry_source(s, k, loop, res, before & updated)
+        carried = [n for n, defs in k.deps.defs.items()
+                   if any(st.type == "augmented_assignment" and in_loop(st) for st, _ in defs)]
+        if any(n in k.deps.closure({res}) or res in k.deps.closure({n}) for n in carried):
+            return
         carry = fresh_name(k, "carry")
         edits = [insert_before(s, loop.node, f"{carry} = {s.tl}.full([], 0, {s.tl}.float32)"),
                  _after(s, stmt, f"{res} = {res} + {carry}"),
                  _after(s, stmt, f"{carry} += {s.tl}.sum({text(x)}, axis={axis_t})")]
         yield self.patch(s, edits, f"carry the running total between blocks of the scan at line {line(c)}")
+
+    def _carry_source(self, s: Source, k: Kernel, loop, res: str, carries: set[str]):
+        """The carry is updated from the block's own scan `p` where the carried result `y = p * carry`
+        (or `p + carry`) is meant: the next block then misses the earlier ones."""
+        for carry in carries:
+            full = [n for n, defs in k.deps.defs.items() if len(defs) == 1
+                    and {res, carry} <= identifiers(defs[0][1]) and n not in (res, carry)]
+            if len(full) != 1:
+                continue
+            for st, rhs in k.deps.defs[carry]:
+                if st.start_byte > loop.node.start_byte and res in identifiers(rhs):
+                    edits = [Edit.replace(n, full[0]) for n in walk(rhs)
+                             if n.type == "identifier" and text(n) == res]
+                    yield self.patch(s, edits, f"carry {full[0]} (the carried result), not {res}, "
+                                               f"at line {line(st)}")
 
     def _direction(self, s: Source, c: Node):
         pos, kw = call_args(c)

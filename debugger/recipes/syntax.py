@@ -25,7 +25,7 @@ LOAD = "@load"      # marker: depends on a tl.load
 LOOP = "@loop"      # marker: a for-loop target
 
 SIZE_NAME = re.compile(
-    r"^(n|N|M|K|L|D|H|W|C|B|T|S|E|F)$|^(n|N|num|size|len|length|total|count)_|numel|elements|"
+    r"^(n|N|M|K|L|D|H|W|C|B|T|S|E|F)$|^[A-Z]{2,4}$|^(n|N|num|size|len|length|total|count)_|numel|elements|"
     r"_(size|len|length|count|rows|cols|n|N|M|K|D|dim)$|^(rows|cols|dim|hidden|features|seq)",
 )
 POINTER_NAME = re.compile(r"ptr|pointer|_p$|^p_")
@@ -554,3 +554,8 @@ class Source:
         start = self.line_start(node)
         raw = self.data[start:node.start_byte]
         return raw.decode() if raw.strip() == b"" else " " * node.start_point[1]
+
+
+def enclosing_class(node: Node) -> str | None:
+    c = enclosing(node, "class_definition")
+    return text(c.child_by_field_name("name")) if c is not None else None

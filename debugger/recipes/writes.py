@@ -1,11 +1,12 @@
-"""Write-race recipe: stores that several programs make to the same address become atomic adds into
-a zero-initialised output."""
+"""Write recipes: stores that several programs make to the same address (or a gathered
+read-modify-write) become atomic adds into a zero-initialised output; a store indexed with the
+block-local offsets where its load uses the full ones stores where the load read."""
 from __future__ import annotations
 
 from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.indexing import mask_arg, pointer_bases
-from debugger.recipes.syntax import (PID, Deps, Kernel, Node, Source, call_args, enclosing, inside, line,
-                                     text, unparen)
+from debugger.recipes.indexing import index_parts, mask_arg, pointer_bases
+from debugger.recipes.syntax import (LOAD, PID, Deps, Kernel, Node, Source, call_args, enclosing, identifiers,
+                                     inside, line, statement_of, text, unparen, walk)
 
 ZEROED = {"torch.empty": "torch.zeros", "torch.empty_like": "torch.zeros_like"}
 STORE_ONLY_KWARGS = {"cache_modifier", "eviction_policy", "boundary_check"}
@@ -107,3 +108,73 @@ class AtomicAccumulate(Recipe):
                 yield self.patch(s, edits + zero_outputs(s, k, bases),
                                  f"accumulate colliding stores with tl.atomic_add in {k.name} "
                                  f"(line {line(k.fn)})")
+            yield from self._read_modify_write(s, k)
+
+    def _read_modify_write(self, s: Source, k: Kernel):
+        """`cur = tl.load(p); tl.store(p, cur + v)` through data-dependent (gathered) addresses:
+        duplicate indices lose updates; `tl.atomic_add(p, v)` does not."""
+        for st in k.calls("tl.store"):
+            pos, kw = call_args(st)
+            ptr = pos[0] if pos else kw.get("pointer")
+            value = pos[1] if len(pos) > 1 else kw.get("value")
+            if ptr is None or value is None or LOAD not in k.deps.of(ptr):
+                continue
+            v = unparen(value)
+            if v.type != "binary_operator" or text(v.child_by_field_name("operator")) != "+":
+                continue
+            for cur, other in ((v.child_by_field_name("left"), v.child_by_field_name("right")),
+                               (v.child_by_field_name("right"), v.child_by_field_name("left"))):
+                cur = unparen(cur)
+                defs = k.deps.defs.get(text(cur), []) if cur.type == "identifier" else []
+                loads = [c for _, rhs in defs for c in s.calls(rhs, "tl.load")]
+                if len(defs) != 1 or len(loads) != 1 or \
+                        text(call_args(loads[0])[0][0]).replace(" ", "") != text(ptr).replace(" ", ""):
+                    continue
+                edits = to_atomic(s, st) + [Edit.replace(value, text(other))]
+                stmt = statement_of(defs[0][0])
+                uses = [n for n in walk(k.body) if n.type == "identifier" and text(n) == text(cur)]
+                if len(uses) == 2:  # its definition and this store: the load is dead afterwards
+                    start = s.line_start(stmt)
+                    end = s.data.find(b"\n", stmt.end_byte) + 1
+                    edits.append(Edit(start, end, ""))
+                yield self.patch(s, edits, f"atomic read-modify-write at line {line(st)}")
+                break
+
+
+class StoreOffsets(Recipe):
+    id = "store_offsets"
+    bug_classes = ("unwritten_output",)
+    symptoms = ("never_written", "programs_missing", "one_tile_wrong", "whole_cols_wrong", "periodic_errors")
+    description = "A store indexes with the block-local offsets where the matching load uses the full ones."
+
+    def _propose(self, s: Source, hints: dict):
+        for k in s.kernels:
+            edits = []
+            for st in k.calls("tl.store"):
+                e = self._fix(s, k, st)
+                if e:
+                    edits += e
+                    yield self.patch(s, e, f"store at the offsets the load reads at line {line(st)}")
+            if len({e.start for e in edits}) > 1:
+                yield self.patch(s, edits, f"store at the loaded offsets in {k.name}")
+
+    @staticmethod
+    def _fix(s: Source, k: Kernel, st: Node) -> list[Edit] | None:
+        """Replace a store's index part P by the load's part Q when the store and a load share their
+        mask and Q is computed from P (`cols = start + offs` loaded, `offs` stored)."""
+        smask = mask_arg(s, st)
+        sparts = index_parts(k, call_args(st)[0][0]) if call_args(st)[0] else []
+        if smask is None or not sparts:
+            return None
+        for ld in k.calls("tl.load"):
+            lmask = mask_arg(s, ld)
+            if lmask is None or text(lmask) != text(smask) or ld.start_byte > st.start_byte:
+                continue
+            lparts = index_parts(k, call_args(ld)[0][0])
+            for sp in sparts:
+                for lp in lparts:
+                    derived_from_sp = text(sp) in k.deps.closure(identifiers(lp)) - identifiers(lp)
+                    if unparen(sp).type == "identifier" and derived_from_sp and \
+                            text(lp) not in {text(p) for p in sparts}:
+                        return [Edit.replace(sp, text(lp))]
+        return None
