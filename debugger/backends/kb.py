@@ -54,7 +54,15 @@ class KBBackend:
                                                            float(hit.get("score", 0.0)))
         features = diagnosis_features(diagnosis)
         proposals = []
-        patches = (list(propose_all(candidate_src)) + [(p, "template") for p in self._templates(candidate_src)]
+        base = list(propose_all(candidate_src))
+        # The diagnosis's top classes unlock the recipes' more speculative alternatives for those classes.
+        seen = {p.new_src for p in base}
+        for cls in list(dict.fromkeys(h["bug_class"] for h in hyps))[:2]:
+            for p in propose_all(candidate_src, hints={"bug_class": cls}, bug_classes=[cls]):
+                if p.new_src not in seen:
+                    seen.add(p.new_src)
+                    base.append(p)
+        patches = (base + [(p, "template") for p in self._templates(candidate_src)]
                    + [(p, "mutation") for p in mutations(candidate_src)])
         for item in patches:
             patch, origin = (item if isinstance(item, tuple) else (item, "recipe"))
