@@ -295,7 +295,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
             check.message = bad.problem or ""
     ev.observations[check.name] = {k: first[0].get(k) for k in
                                    ("launches", "ops", "aliases_input", "written_by_kernel", "output_types",
-                                    "seconds", "probes")}
+                                    "seconds", "probes", "output_bytes", "largest_launch_tensor_bytes")}
     ev.observations[check.name]["ops_second"] = second[0].get("ops")
     if capture and ref_blob is not None:
         ref64, ref_inputs = blob_to_tensors(ref_blob)

@@ -231,6 +231,9 @@ class CandidateRole:
             "written_by_kernel": [written_by_launch(o, self.recorder.launches) if isinstance(o, torch.Tensor)
                                   else False for o in outs],
             "launches": self.recorder.kernels(),
+            "output_bytes": [o.numel() * o.element_size() if isinstance(o, torch.Tensor) else 0 for o in outs],
+            "largest_launch_tensor_bytes": max((end - start for l in self.recorder.launches
+                                                for start, end in l["tensors"]), default=0),
             "ops": dict(mode.ops),
         }
         raw = getattr(self.cand_module, "__kdebug_probes__", None)
