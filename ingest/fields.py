@@ -100,3 +100,13 @@ def as_text(value, name: str) -> str | None:
         raise FieldError(f"{name} must be a string, not {type(value).__name__}")
     return value if value.strip() else None
 
+
+
+def metadata_errors(metadata: dict, keys) -> list[str]:
+    """`key: value` for each error field of an eval-result metadata object, plus a correctness issue
+    other than the plain 'Output mismatch'."""
+    parts = [f"{key}: {metadata[key]}" for key in keys if metadata.get(key) not in (None, "", False)]
+    issue = metadata.get("correctness_issue")
+    if issue and issue != "Output mismatch":
+        parts.append(f"correctness_issue: {issue}")
+    return parts

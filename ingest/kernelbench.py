@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ingest.attempt import Attempt, Malformed
-from ingest.fields import FieldError, as_bool, as_float, first
+from ingest.fields import FieldError, as_bool, as_float, first, metadata_errors
 
 FORMAT = "kernelbench"
 KERNEL_RE = re.compile(r"(?:^|/)level_?(?P<level>\d+)[_/]problem_?(?P<problem>\d+)"
@@ -123,14 +123,9 @@ def _results_by_sample(value, where: str) -> Iterator[tuple[int, dict] | Malform
 
 
 def _error_text(metadata: dict) -> str | None:
-    parts = []
     name = first(metadata, NAME_KEYS)
-    for key in ERROR_KEYS:
-        if metadata.get(key) not in (None, "", False):
-            parts.append(f"{key}: {metadata[key]}")
+    parts = metadata_errors(metadata, ERROR_KEYS)
     issue = metadata.get("correctness_issue")
-    if issue and issue != "Output mismatch":
-        parts.append(f"correctness_issue: {issue}")
     if not parts:
         return "Output mismatch" if issue else None
     text = "; ".join(str(p) for p in parts)

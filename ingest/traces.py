@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ingest.attempt import Attempt, Malformed
-from ingest.fields import FieldError, as_bool, as_float, as_tokens, first, first_key
+from ingest.fields import FieldError, as_bool, as_float, as_tokens, first, first_key, metadata_errors
 from ingest.sources import extract_code, extract_reference
 
 FORMAT = "traces"
@@ -137,12 +137,7 @@ def _error(result: dict) -> str | None:
             parts.append(v if isinstance(v, str) else json.dumps(v, default=str)[:2000])
     metadata = result.get("metadata")
     if isinstance(metadata, dict):
-        for key in ERROR_KEYS:
-            if metadata.get(key) not in (None, "", False):
-                parts.append(f"{key}: {metadata[key]}")
-        issue = metadata.get("correctness_issue")
-        if issue and issue != "Output mismatch":
-            parts.append(f"correctness_issue: {issue}")
+        parts.extend(metadata_errors(metadata, ERROR_KEYS))
     return "\n".join(str(p) for p in parts) or None
 
 

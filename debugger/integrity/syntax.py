@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import tree_sitter_python
+from debugger.recipes.syntax import call_args  # noqa: F401 - one implementation for both
 from tree_sitter import Language, Node, Parser
 
 PYTHON = Language(tree_sitter_python.language())
@@ -54,21 +55,6 @@ def string_value(node: Node | None) -> str | None:
     if any(c.type == "interpolation" for c in node.children):
         return None
     return "".join(text(c) for c in node.children if c.type == "string_content")
-
-
-def call_args(call: Node) -> tuple[list[Node], dict[str, Node]]:
-    """The positional and keyword arguments of a call node."""
-    positional: list[Node] = []
-    keywords: dict[str, Node] = {}
-    args = call.child_by_field_name("arguments")
-    if args is None or args.type != "argument_list":
-        return positional, keywords
-    for arg in args.named_children:
-        if arg.type == "keyword_argument":
-            keywords[text(arg.child_by_field_name("name"))] = arg.child_by_field_name("value")
-        elif arg.type != "comment":
-            positional.append(arg)
-    return positional, keywords
 
 
 def enclosing(node: Node, *types: str) -> Node | None:

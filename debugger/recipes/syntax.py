@@ -151,7 +151,7 @@ def call_args(call: Node) -> tuple[list[Node], dict[str, Node]]:
     pos: list[Node] = []
     kw: dict[str, Node] = {}
     args = call.child_by_field_name("arguments")
-    if args is None:
+    if args is None or args.type != "argument_list":  # f(x for x in y) has no argument list
         return pos, kw
     for a in args.named_children:
         if a.type == "keyword_argument":
