@@ -20,6 +20,9 @@ def register(sub, case_args) -> None:
     p.add_argument("--limit", type=int, metavar="N", help="only the first N cases")
     p.add_argument("--max-iters", type=int, help="repair iteration budget per case (default 8)")
     p.add_argument("--timeout", type=float, help="seconds per sandbox request (default 120)")
+    p.add_argument("--no-timing", action="store_true",
+                   help="on a GPU, repair and verify but do not time (time later, alone on the GPU, with "
+                        "python -m debugger.bench.fixed_timing --repairs OUT/repairs)")
     p.add_argument("--no-retrieval", action="store_true", help="ablation: no knowledge-base retrieval")
     p.add_argument("--no-instrumentation", action="store_true", help="ablation: no probes")
     p.add_argument("--no-integrity", action="store_true",
@@ -44,7 +47,8 @@ def run(args) -> int:
                         retrieval=not args.no_retrieval, instrumentation=not args.no_instrumentation,
                         integrity=not args.no_integrity, write_back=not args.no_write_back,
                         across_run=args.write_back_across_run, model=args.model, max_iters=args.max_iters,
-                        timeout=args.timeout, temperature=args.temperature, out=args.out, verbose=args.verbose)
+                        timeout=args.timeout, temperature=args.temperature, out=args.out, verbose=args.verbose,
+                        timing=not args.no_timing)
     summary = run_bench(opts)
     if args.json:
         print_json(summary)

@@ -237,6 +237,19 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
     return header, blob
 
 
+def _localise(reference, candidate, timeout: float) -> dict:
+    """Hand the candidate's per-launch buffers (bytes, never unpickled here) to the reference worker."""
+    try:
+        w_header, w_blob = candidate.request({"op": "writes"}, timeout=timeout)
+        if not w_header.get("ok"):
+            return {"error": w_header.get("error", "no launch writes")}
+        header, _ = reference.request({"op": "localise", "writes": w_header["writes"]}, w_blob, timeout=timeout)
+    except (WorkerTimeout, WorkerDied) as e:
+        return {"error": str(e)}
+    header.pop("has_blob", None)
+    return header if header.get("ok") else {"error": header.get("error", "localisation failed")}
+
+
 def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, timeout, capture) -> str | None:
     """Run one check (candidate, reference, candidate); fill `check`. Returns a stop reason or None."""
     first = _candidate_run(candidate, spec, 1, float("nan"), timeout, check)
@@ -297,6 +310,8 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
                                    ("launches", "ops", "aliases_input", "written_by_kernel", "output_types",
                                     "seconds", "probes", "output_bytes", "largest_launch_tensor_bytes")}
     ev.observations[check.name]["ops_second"] = second[0].get("ops")
+    if spec.get("localise") and first[0].get("launch_writes"):
+        ev.observations[check.name]["localisation"] = _localise(reference, candidate, timeout)
     if capture and ref_blob is not None:
         ref64, ref_inputs = blob_to_tensors(ref_blob)
         ev.artifacts[check.name] = {"reference": ref64, "inputs": ref_inputs,

@@ -1,27 +1,47 @@
 #!/usr/bin/env bash
-# The GPU benchmark within one 10-minute command: the case set split over parallel `kdebug bench`
-# processes on one GPU (each repairs its cases at the case.toml [gpu] sizes with the kb backend, verifies
-# them on fresh inputs and through the integrity gate, and times repaired / fixed.py / reference), then
-# merged into one table.
+# The GPU benchmark in two device commands of at most 10 minutes each.
 #
-#   OUT=/tmp/gpu [CASES_LIST="a b c"] eval/gpu_parallel.sh [GROUPS] [PER_PROCESS_TIMEOUT_S]
+#   OUT=/tmp/gpu [CASES_LIST="a b c"] [JOBS=16] [CASE_LIMIT_S=300] eval/gpu_parallel.sh repair
+#       Repair every case at its case.toml [gpu] sizes with the kb backend (no retrieval, no write-back),
+#       one `kdebug bench --no-timing` process per case, JOBS at a time on the one GPU; each repair is
+#       verified on fresh inputs and through the integrity gate. A case that runs out of its time limit
+#       is reported as such; the others keep their results. Writes OUT/merged.md and OUT/repairs.tar.gz
+#       (per-case JSON and the repaired sources).
+#
+#   OUT=/tmp/gpu REPAIRS=DIR eval/gpu_parallel.sh time
+#       Time the reference, fixed.py and each repaired kernel (DIR/NAME.py, from repairs.tar.gz), one
+#       case at a time so that no two measurements share the GPU (after a parallel compile warm-up).
+#       Writes OUT/fixed_vs_reference.{json,md}.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/bench-gpu-out}"
-GROUPS_N="${1:-15}"
-LIMIT_S="${2:-420}"
 PY="${PYTHON:-python3}"
 mkdir -p "$OUT"
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/device.txt" 2>&1
-if [ -n "${CASES_LIST:-}" ]; then read -r -a CASES <<< "$CASES_LIST"; else mapfile -t CASES < <(ls -d eval/cases/*/ | xargs -n1 basename); fi
-for g in $(seq 0 $((GROUPS_N - 1))); do
-  names=()
-  for i in "${!CASES[@]}"; do [ $((i % GROUPS_N)) -eq "$g" ] && names+=("${CASES[$i]}"); done
-  [ ${#names[@]} -eq 0 ] && continue
-  ( KDEBUG_DATA_DIR="$OUT/data$g" timeout "$LIMIT_S" "$PY" -m debugger.cli bench eval/cases --backend kb --device cuda \
-      --scale gpu --no-retrieval --no-write-back --max-iters 8 --json --out "$OUT/g$g" --cases "${names[@]}" \
-      > "$OUT/g$g.json" 2> "$OUT/g$g.log"; echo "group $g rc=$?" ) &
-done
-wait
-"$PY" eval/merge_bench.py "$OUT"/g*.json > "$OUT/merged.md"
-cat "$OUT/merged.md"
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  "$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/device.txt" 2>&1
+
+case "${1:-}" in
+repair)
+  if [ -n "${CASES_LIST:-}" ]; then read -r -a CASES <<< "$CASES_LIST"
+  else mapfile -t CASES < <(ls -d eval/cases/*/ | xargs -n1 basename); fi
+  work="$OUT/work"; mkdir -p "$work"
+  printf '%s\n' "${CASES[@]}" | xargs -P "${JOBS:-16}" -I{} bash -c '
+    c="$1"; KDEBUG_DATA_DIR="$2/data-$c" timeout "$3" "$4" -m debugger.cli bench eval/cases --backend kb \
+      --device cuda --scale gpu --no-timing --no-retrieval --no-write-back --max-iters 8 --json \
+      --out "$2/$c" --cases "$c" > "$2/$c.json" 2> "$2/$c.log"
+    rc=$?; echo "$c rc=$rc"; [ $rc -eq 0 ] || echo "{\"per_case\": [{\"name\": \"$c\", \"status\": \"no result (rc=$rc)\", \"seconds\": null}]}" > "$2/$c.json"
+  ' _ {} "$work" "${CASE_LIMIT_S:-300}" "$PY"
+  mkdir -p "$work/repairs"
+  cp "$work"/*/repairs/* "$work/repairs/" 2>/dev/null
+  "$PY" eval/merge_bench.py "$work"/*.json > "$OUT/merged.md"
+  tar -czf "$OUT/repairs.tar.gz" -C "$work" repairs $(cd "$work" && ls *.json *.log)
+  cat "$OUT/merged.md"
+  ;;
+time)
+  "$PY" -m debugger.bench.fixed_timing eval/cases --scale gpu --repairs "${REPAIRS:?REPAIRS=DIR of NAME.py}" \
+    --warm-jobs "${JOBS:-12}" --out "$OUT" > /dev/null 2> "$OUT/time.log"
+  cat "$OUT/fixed_vs_reference.md"
+  ;;
+*)
+  echo "usage: eval/gpu_parallel.sh repair|time  (see the comment at the top)" >&2; exit 2 ;;
+esac

@@ -38,7 +38,7 @@ def main(paths: list[str]) -> int:
             return f"{v:.3f}" if isinstance(v, (int, float)) else "-"
 
         print(f"| {c.get('name')} | {c.get('true_class') or c.get('bug_class')} | {c.get('status')} | "
-              f"{c.get('iterations')} | {c.get('seconds', 0):.1f} | {ms('repaired')} | {ms('fixed')} | {ms('reference')} |")
+              f"{c.get('iterations')} | {c.get('seconds') or 0:.1f} | {ms('repaired')} | {ms('fixed')} | {ms('reference')} |")
     return 0
 
 

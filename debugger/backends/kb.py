@@ -17,6 +17,7 @@ EXPERIMENT_FIXED = 50.0
 EXPERIMENT_BETTER = 5.0
 RETRIEVED_WEIGHT = 3.0
 SITE_MATCH = 1.0
+LOCALISED = 1.5  # edits inside the kernel that departs first (multi-kernel candidates)
 
 
 class KBBackend:
@@ -53,6 +54,11 @@ class KBBackend:
                 retrieved_recipes[hit["fix_recipe"]] = max(retrieved_recipes.get(hit["fix_recipe"], 0.0),
                                                            float(hit.get("score", 0.0)))
         features = diagnosis_features(diagnosis)
+        loc = diagnosis.get("localisation") or {}
+        target = loc.get("target") or {}
+        # When an earlier kernel's output could not be checked, the bug may lie there: no boost then.
+        target = None if target.get("earlier_unchecked") else target.get("lines")
+        matched = [loc.get("kernel_lines", {}).get(k) for k in loc.get("matched_kernels", [])]
         proposals = []
         base = list(propose_all(candidate_src))
         # The diagnosis's top classes unlock the recipes' more speculative alternatives for those classes.
@@ -75,6 +81,7 @@ class KBBackend:
             if hyp_lines.get(patch.bug_class) and set(patch.sites) & hyp_lines[patch.bug_class]:
                 score += SITE_MATCH
             score += self.ranker.score(patch.recipe, features)
+            score += LOCALISED * _localised(patch.sites, target, [m for m in matched if m])
             if origin == "template":
                 score += 0.5  # a learned fix of this exact shape has worked before
             elif origin == "mutation":
@@ -84,3 +91,14 @@ class KBBackend:
                                       score=score))
         proposals.sort(key=lambda p: -p.score)
         return proposals
+
+
+def _localised(sites: list[int], target: list[int] | None, matched: list[list[int]]) -> int:
+    """+1 for a patch inside the kernel that departs first, -1 for one only inside kernels that match."""
+    if not sites or not target:
+        return 0
+    if any(target[0] <= n <= target[1] for n in sites):
+        return 1
+    if matched and all(any(a <= n <= b for a, b in matched) for n in sites):
+        return -1
+    return 0

@@ -41,6 +41,7 @@ class BenchOptions:
     temperature: float | None = None
     out: str | Path | None = "bench-out"
     verbose: bool = False
+    timing: bool = True  # on a GPU: time repaired / fixed.py / reference after each case
     command: str = field(default_factory=lambda: "kdebug " + shlex.join(sys.argv[1:]))
     progress: object = log
 
@@ -90,7 +91,7 @@ class Run:
 
     # -- performance (GPU) ---------------------------------------------------------------------
     def timing(self, case, implementations: dict[str, str]) -> dict | None:
-        if self.settings.device != "cuda":
+        if self.settings.device != "cuda" or not self.opts.timing:
             return None
         from debugger.bench.perf import case_timing, measure_ceilings
 

@@ -2,7 +2,8 @@
 
 `diagnose(case)` evaluates with captured tensors, reads the error maps of every failing check, adds
 the dependence on input sets, static facts and recipe sites from the source, the probes of an
-instrumented copy (CPU interpreter), and counterfactual experiments, then ranks bug-class
+instrumented copy (CPU interpreter), localisation across kernels (which kernel's output departs
+first from the reference's intermediates), and counterfactual experiments, then ranks bug-class
 hypotheses with their evidence and source lines.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Diagnosis:
     recipe_sites: list[dict] = field(default_factory=list)
     probes: dict = field(default_factory=dict)
     experiments: list[dict] = field(default_factory=list)
+    localisation: dict = field(default_factory=dict)  # multi-kernel candidates: the kernel that departs first
     signature: str | None = None
     evaluation: dict = field(default_factory=dict)
 
@@ -52,6 +54,9 @@ class Diagnosis:
             lines.append(f"static: line {f['line']}: {f['message']}")
         if self.probes.get("summary"):
             lines.append(f"probes: {self.probes['summary']}")
+        if self.localisation.get("target"):
+            from debugger.diagnose.localisation import describe
+            lines.append(f"localisation: {describe(self.localisation)}")
         return "\n".join(lines)
 
 
@@ -84,13 +89,17 @@ def _summary(diag: Diagnosis, report) -> str:
     top = diag.hypotheses[0]
     where = f" (lines {', '.join(map(str, top['lines'][:4]))})" if top["lines"] else ""
     failing = ", ".join(c.name for c in report.failed_checks[:6])
-    return (f"Fails {len(report.failed_checks)} of {len(report.checks)} checks ({failing}). Most likely "
+    text = (f"Fails {len(report.failed_checks)} of {len(report.checks)} checks ({failing}). Most likely "
             f"{top['bug_class']}{where}: {bug_classes().get(top['bug_class'], '')} "
             f"Symptoms: {', '.join(diag.symptoms[:8]) or 'none'}.")
+    if diag.localisation.get("target"):
+        from debugger.diagnose.localisation import describe
+        text += f" Localisation: {describe(diag.localisation)}."
+    return text
 
 
 def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, experiment_budget: int = 6,
-             probes: bool = True, timeout: float = 120.0, evaluation=None) -> Diagnosis:
+             probes: bool = True, localise: bool = True, timeout: float = 120.0, evaluation=None) -> Diagnosis:
     """Evaluate (or reuse `evaluation`, a captured Evaluation), then localise and classify."""
     ev = evaluation or run_evaluation(case, device, capture=True, timeout=timeout)
     report = ev.report
@@ -128,6 +137,11 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     if probes and device == "cpu" and report.failed_checks:
         from debugger.diagnose.probes import run_probes
         diag.probes = run_probes(case, report, timeout=timeout)
+    if localise and report.failed_checks:
+        from debugger.diagnose.localisation import run_localisation
+        launched = {k for obs in ev.observations.values() for k in (obs.get("launches") or [])}
+        diag.localisation = run_localisation(case, report, device, timeout=timeout,
+                                             launched=sorted(launched) if ev.observations else None)
     tags = _tags(diag, report, blocks) | {f"family:{f}" for f in families}
     prelim = ranking.rank(tags, diag.recipe_sites, [], top=len(bug_classes()))
     if experiments and report.status in ("mismatch", "runtime_error"):
@@ -135,6 +149,10 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                                            device=device,
                                            budget=experiment_budget, timeout=timeout)
     diag.hypotheses = ranking.rank(tags, diag.recipe_sites, diag.experiments)
+    span = (diag.localisation.get("target") or {}).get("lines")
+    if span:  # lines in the kernel that departs first come first
+        for h in diag.hypotheses:
+            h["lines"] = sorted(h["lines"], key=lambda n: (not span[0] <= n <= span[1], n))
     diag.symptoms = sorted(t for t in tags if not t.startswith("family:"))
     diag.summary = _summary(diag, report)
     return diag

@@ -4,7 +4,8 @@
   (NaN for floats) so elements a kernel never writes cannot pass by luck, and records every aten op
   that runs (the integrity gate rejects heavy ones).
 - LaunchRecorder: wraps Triton's launch entry points (compiled and interpreted) to record which
-  kernels ran and which tensors they received.
+  kernels ran and which tensors they received; with capture_writes, also what each launch wrote
+  (tensor arguments compared before and after it), for localisation across kernels.
 """
 from __future__ import annotations
 
@@ -47,13 +48,53 @@ class PoisonAndRecord(TorchDispatchMode):
         return out
 
 
+WRITE_CAPTURE_BYTES = 256 << 20  # at most this much of launch output is kept per forward
+
+
+def _same(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Equal element for element, NaN equal to NaN (a poisoned element left alone is unchanged)."""
+    if before.is_floating_point() or before.is_complex():
+        return bool((before.eq(after) | (before.isnan() & after.isnan())).all())
+    return torch.equal(before, after)
+
+
 class LaunchRecorder:
     """Record Triton launches: kernel name and the storage byte ranges of the tensor arguments."""
 
     def __init__(self):
         self.launches: list[dict] = []
         self.active = False
+        self.capture_writes = False
+        self.writes: list[dict] = []  # {"launch", "kernel", "arg", "tensor", "writers"}, latest content per buffer
+        self._captured_bytes = 0
         self._patched = []
+
+    def reset(self, capture_writes: bool = False) -> None:
+        self.launches, self.writes, self._captured_bytes = [], [], 0
+        self.capture_writes = capture_writes
+
+    def _snapshot(self, tensors: list) -> list | None:
+        size = sum(t.numel() * t.element_size() for t in tensors)
+        if not tensors or self._captured_bytes + 2 * size > WRITE_CAPTURE_BYTES:
+            return None
+        with torch.utils._python_dispatch._disable_current_modes():
+            return [t.detach().clone() for t in tensors]
+
+    def _note_writes(self, index: int, name: str, tensors: list, before: list) -> None:
+        with torch.utils._python_dispatch._disable_current_modes():
+            for arg, (t, b) in enumerate(zip(tensors, before)):
+                if _same(b, t):
+                    continue
+                key = (storage_span(t), tuple(t.shape), t.dtype)
+                kept = next((w for w in self.writes if w["key"] == key), None)
+                after = t.detach().clone()
+                if kept is None:
+                    self.writes.append({"key": key, "launch": index, "kernel": name, "arg": arg, "tensor": after,
+                                        "writers": [index]})
+                    self._captured_bytes += after.numel() * after.element_size()
+                else:  # written again (an accumulation pass, say): its latest content and last writer
+                    kept.update(launch=index, kernel=name, arg=arg, tensor=after)
+                    kept["writers"].append(index)
 
     def install(self) -> None:
         targets = []
@@ -72,14 +113,17 @@ class LaunchRecorder:
             original = cls.run
 
             def run(self, *args, __original=original, **kwargs):
-                if recorder.active:
-                    ptrs = []
-                    for a in list(args) + list(kwargs.values()):
-                        if isinstance(a, torch.Tensor):
-                            ptrs.append(list(storage_span(a)))
-                    name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?")
-                    recorder.launches.append({"kernel": str(name), "tensors": ptrs})
-                return __original(self, *args, **kwargs)
+                if not recorder.active:
+                    return __original(self, *args, **kwargs)
+                tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+                name = str(getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?"))
+                recorder.launches.append({"kernel": name, "tensors": [list(storage_span(a)) for a in tensors]})
+                index = len(recorder.launches) - 1
+                before = recorder._snapshot(tensors) if recorder.capture_writes else None
+                result = __original(self, *args, **kwargs)
+                if before is not None:
+                    recorder._note_writes(index, name, tensors, before)
+                return result
 
             cls.run = run
             self._patched.append((cls, original))

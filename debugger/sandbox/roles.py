@@ -18,6 +18,9 @@ from debugger.sandbox import channel
 from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, overlaps, written_by_launch
 
 
+LOCALISE_POISON = -7777.0
+
+
 def _error(e: BaseException, stage: str) -> dict:
     tb = traceback.format_exception(type(e), e, e.__traceback__)
     kind = "compile_error" if "CompilationError" in type(e).__name__ else "runtime_error"
@@ -53,6 +56,7 @@ class ReferenceRole:
         self.dtypes: list = []
         self.native_ok = True
         self.fingerprints: dict = {}
+        self.intermediates: list = []
 
     def run(self, spec: dict) -> tuple[dict, bytes | None]:
         t0 = time.perf_counter()
@@ -61,11 +65,20 @@ class ReferenceRole:
             self.models = {key: inputs.build_reference(self.module, spec, self.device)}
         model = self.models[key]
         xs = inputs.draw_inputs(self.module, spec, self.device)
+        self.intermediates = []
         with torch.no_grad():
             native = inputs.flatten_outputs(model(*xs))
             try:
                 m64, x64 = inputs.as_double(model, xs)
-                ref64 = inputs.flatten_outputs(m64(*x64))
+                if spec.get("localise"):
+                    from debugger.sandbox.localise import IntermediateRecorder
+                    rec = IntermediateRecorder()
+                    with rec:
+                        ref64 = inputs.flatten_outputs(m64(*x64))
+                    self.intermediates = [(f"input {i}", x.detach().clone()) for i, x in enumerate(x64)
+                                          if isinstance(x, torch.Tensor) and x.is_floating_point()] + rec.tensors
+                else:
+                    ref64 = inputs.flatten_outputs(m64(*x64))
                 del m64, x64
             except Exception:  # some operators have no float64 kernel on this device
                 ref64 = [o.double() if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in native]
@@ -140,6 +153,15 @@ class ReferenceRole:
             self.previous = None
         return {"ok": True, "runs": results, "drift": drift}, None
 
+    def localise(self, header: dict, blob: bytes) -> tuple[dict, None]:
+        """Match the candidate's per-launch buffers against this check's reference intermediates."""
+        from debugger.sandbox.localise import localise
+
+        if not self.intermediates:
+            return {"ok": False, "error": "the reference ran without recording intermediates"}, None
+        tensors = channel.blob_to_tensors(blob) if blob else []
+        return {"ok": True, **localise(self.intermediates, header.get("writes") or [], tensors)}, None
+
     def sanity(self, header: dict) -> tuple[dict, None]:
         """Flag a reference that cannot tell right from wrong."""
         warnings = []
@@ -177,6 +199,7 @@ class CandidateRole:
         self.cand_module = None
         self.models: dict = {}
         self.pristine: list | None = None
+        self.last_writes: list = []
 
     def load_candidate(self) -> dict:
         try:
@@ -204,8 +227,10 @@ class CandidateRole:
         if spec.get("call", 1) == 1 or self.pristine is None:
             self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
         xs = [inputs.clone_keeping_layout(x) for x in self.pristine]
-        mode = PoisonAndRecord(float(spec.get("poison", "nan")))
-        self.recorder.launches = []
+        capture = bool(spec.get("localise")) and spec.get("call", 1) == 1
+        # A finite poison while capturing, so that a NaN a kernel writes counts as written.
+        mode = PoisonAndRecord(LOCALISE_POISON if capture else float(spec.get("poison", "nan")))
+        self.recorder.reset(capture_writes=capture)
         self.recorder.active = True
         t0 = time.perf_counter()
         try:
@@ -236,6 +261,9 @@ class CandidateRole:
                                                 for start, end in l["tensors"]), default=0),
             "ops": dict(mode.ops),
         }
+        if self.recorder.capture_writes:
+            self.last_writes = self.recorder.writes
+            info["launch_writes"] = len(self.last_writes)
         raw = getattr(self.cand_module, "__kdebug_probes__", None)
         if spec.get("probes") and raw is not None:
             from debugger.sandbox.probe_summary import summarise
@@ -248,6 +276,13 @@ class CandidateRole:
         blob = channel.tensors_to_blob([_plain(o) for o in outs])
         del xs, out, outs
         return info, blob
+
+    def writes(self) -> tuple[dict, bytes | None]:
+        """What each launch of the last localising run wrote: metadata and the buffers' contents."""
+        meta = [{k: w[k] for k in ("launch", "kernel", "arg", "writers")} for w in self.last_writes]
+        blob = channel.tensors_to_blob([_plain(w["tensor"]) for w in self.last_writes])
+        self.last_writes = []
+        return {"ok": True, "writes": meta}, blob
 
 
 def serve(conn, role: str, setup: dict, scratch: Path) -> None:
@@ -284,6 +319,10 @@ def serve(conn, role: str, setup: dict, scratch: Path) -> None:
                 reply, out_blob = worker.compare(header, blob)
             elif op == "sanity":
                 reply, out_blob = worker.sanity(header)
+            elif op == "localise" and role == "reference":
+                reply, out_blob = worker.localise(header, blob)
+            elif op == "writes" and role == "candidate":
+                reply, out_blob = worker.writes()
             else:
                 reply, out_blob = {"ok": False, "error": f"unknown op {op}"}, None
         except BaseException as e:  # noqa: BLE001
