@@ -22,6 +22,9 @@ mkdir -p "$OUT"
 
 case "${1:-}" in
 repair)
+  # Fail in seconds, not per case, when the machine lacks a package the repair path imports.
+  "$PY" -c "import graphs.repair, debugger.repair.run, debugger.bench.runner, debugger.integrity.gate, debugger.diagnose, langgraph.checkpoint.sqlite, langsmith, langgraph_sdk" \
+    || { echo "missing packages: see the import error above" >&2; exit 3; }
   if [ -n "${CASES_LIST:-}" ]; then read -r -a CASES <<< "$CASES_LIST"
   else mapfile -t CASES < <(ls -d eval/cases/*/ | xargs -n1 basename); fi
   work="$OUT/work"; mkdir -p "$work"

@@ -10,6 +10,8 @@ def register(sub, case_args) -> None:
     p.add_argument("--plot", metavar="FILE.png", help="render the error map of the worst output")
     p.add_argument("--no-experiments", action="store_true", help="skip the counterfactual recipe experiments")
     p.add_argument("--no-probes", action="store_true", help="skip the instrumented run")
+    p.add_argument("--no-localisation", action="store_true",
+                   help="skip localisation across kernels (multi-kernel candidates)")
     p.set_defaults(func=run)
 
 
@@ -25,7 +27,7 @@ def run(args) -> int:
     ev = run_evaluation(case, settings.device, capture=True, timeout=settings.timeout,
                         memory_limit_gb=settings.memory_limit_gb)
     diag = diagnose(case, settings.device, experiments=not args.no_experiments, probes=not args.no_probes,
-                    timeout=settings.timeout, evaluation=ev)
+                    localise=not args.no_localisation, timeout=settings.timeout, evaluation=ev)
     plot_path = None
     if args.plot and diag.status == "diagnosed":
         worst = worst_output(ev)
@@ -44,6 +46,8 @@ def run(args) -> int:
             print(f"  {h['confidence']:6.1%}  {h['bug_class']:<26} lines {h['lines'] or '-'}")
             for e in h["evidence"][:5]:
                 print(f"            - {e}")
+        if diag.localisation.get("buffers"):
+            print(f"  localisation ({diag.localisation.get('check')}): {diag.localisation.get('summary')}")
     if diag.status == "invalid_input":
         log(f"kdebug: {diag.summary}")
         return 2

@@ -50,6 +50,19 @@ def _already_shifted(k: Kernel, arg: Node) -> bool:
                for n in names for _, rhs in k.deps.defs.get(n, []))
 
 
+def _stored_max(s: Source, k: Kernel) -> str | None:
+    """A name loaded from memory that holds a max (`row_max = tl.load(max_ptr + row)`)."""
+    for name, defs in k.deps.defs.items():
+        for _, rhs in defs:
+            rhs = unparen(rhs) if rhs is not None else None
+            if rhs is None or rhs.type != "call" or s.call_name(rhs) != "tl.load":
+                continue
+            ptr = call_arg(rhs, 0, "pointer")
+            if "max" in name.lower() or (ptr is not None and "max" in text(ptr).lower()):
+                return name
+    return None
+
+
 def _exp_sum(k: Kernel, exp: Node) -> Node | None:
     """The tl.sum that adds up this exp (directly or through the variable it is assigned to)."""
     names = downstream(k, assigned_names(statement_of(exp)))
@@ -73,10 +86,15 @@ class SubtractRowmax(Recipe):
     def _propose(self, s: Source, hints: dict):
         for k in s.kernels:
             by_arg: dict[str, list[Node]] = {}
+            stored = _stored_max(s, k)
             for e in k.calls("tl.exp", "tl.exp2"):
                 arg = call_arg(e, 0, "x")
                 if arg is None or _already_shifted(k, arg):
                     continue
+                if stored is not None and s.call_name(e) == "tl.exp":
+                    # A later pass of a multi-kernel softmax: the max was computed and stored before.
+                    yield self.patch(s, [Edit.replace(arg, f"{paren(arg)} - {stored}")],
+                                     f"subtract the stored row max {stored} before exp in {k.name}")
                 if loop_of(k, e) is not None:
                     if s.call_name(e) == "tl.exp":
                         yield max_prepass(self, s, k, e, loop_of(k, e))
