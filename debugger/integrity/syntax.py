@@ -11,41 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-import tree_sitter_python
-from debugger.recipes.syntax import call_args  # noqa: F401 - one implementation for both
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node
 
-PYTHON = Language(tree_sitter_python.language())
-_PARSER = Parser(PYTHON)
+# One implementation of the tree basics for recipes, integrity rules and the knowledge base.
+from debugger.recipes.syntax import call_args, enclosing, line, parse_tree, text, walk  # noqa: F401
+from debugger.recipes.syntax import unparen as strip_parens  # noqa: F401
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 EXTENSION_LOADERS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """Every node under `node` (itself included), in source order."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
-def text(node: Node | None) -> str:
-    """The source text of a node ('' for None)."""
-    return node.text.decode(errors="replace") if node is not None else ""
-
-
-def line(node: Node) -> int:
-    """The 1-based line a node starts on."""
-    return node.start_point[0] + 1
-
-
-def strip_parens(node: Node) -> Node:
-    """The expression inside any number of parentheses."""
-    while node.type == "parenthesized_expression" and node.named_child_count == 1:
-        node = node.named_children[0]
-    return node
 
 
 def string_value(node: Node | None) -> str | None:
@@ -55,14 +28,6 @@ def string_value(node: Node | None) -> str | None:
     if any(c.type == "interpolation" for c in node.children):
         return None
     return "".join(text(c) for c in node.children if c.type == "string_content")
-
-
-def enclosing(node: Node, *types: str) -> Node | None:
-    """The nearest ancestor of one of `types`."""
-    node = node.parent
-    while node is not None and node.type not in types:
-        node = node.parent
-    return node
 
 
 @dataclass(frozen=True)
@@ -119,7 +84,7 @@ class SourceModule:
 
     def __init__(self, src: str):
         self.src = src
-        self.tree = _PARSER.parse(src.encode())
+        self.tree = parse_tree(src)
         self.root = self.tree.root_node
 
     # -- parsing -------------------------------------------------------------------------------

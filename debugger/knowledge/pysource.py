@@ -10,10 +10,10 @@ from __future__ import annotations
 import ast
 import builtins
 from dataclasses import dataclass
-from functools import lru_cache
 
 import tree_sitter
-import tree_sitter_python
+
+from debugger.recipes.syntax import parse_tree
 
 KEPT_ROOTS = {"tl", "triton", "torch", "math", "F", "nn", "np", "numpy", "libdevice", "self", "cls",
               "tle", "tlm"}
@@ -37,15 +37,9 @@ SIMPLE_STATEMENTS = {
 }
 
 
-@lru_cache(maxsize=1)
-def parser() -> tree_sitter.Parser:
-    """The tree-sitter Python parser (built once)."""
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
-
-
 def parse(src: str) -> tree_sitter.Tree:
     """The tree-sitter tree of `src` (never raises; syntax errors become ERROR nodes)."""
-    return parser().parse(src.encode())
+    return parse_tree(src)
 
 
 @dataclass(frozen=True)

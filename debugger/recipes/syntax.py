@@ -1,5 +1,9 @@
 """Syntax-tree helpers the recipes share: parsing, kernels, launches, names and dependencies.
 
+The basics (parse_tree, walk, text, line, enclosing, unparen, call_args) are also what the integrity
+rules (debugger/integrity/syntax.py) and the knowledge base's token view (debugger/knowledge/pysource.py)
+build on: one implementation for all three.
+
 Everything here reads a tree-sitter Python tree of the candidate source. There is no name
 resolution: `tl` is whatever `triton.language` was imported as, kernels are functions decorated with
 `triton.jit`/`triton.autotune`/`triton.heuristics` (or a bare `jit`), launches are `kernel[grid](...)`
@@ -50,7 +54,7 @@ def parses(src: str) -> bool:
 
 def text(node: Node | None) -> str:
     """The source text of a node ('' for None)."""
-    return node.text.decode() if node is not None else ""
+    return node.text.decode(errors="replace") if node is not None else ""
 
 
 def line(node: Node) -> int:
