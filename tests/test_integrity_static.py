@@ -371,12 +371,48 @@ class ModelNew(nn.Module):
 '''
 
 
+EXTENSION_LAUNCH = ("relu_kernel<<<(x.numel() + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>("
+                    "x.data_ptr<float>(), y.data_ptr<float>(), x.numel());")
+
+
 def test_load_inline_extension_counts_as_a_launch_unless_it_calls_torch_compute():
-    honest = EXTENSION.replace("BODY", "relu_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), "
-                                       "y.data_ptr<float>(), x.numel());")
+    honest = EXTENSION.replace("BODY", EXTENSION_LAUNCH)
     assert not rules_hit(honest, RELU)
+    assert static_findings(honest, RELU) == []
     cheat = EXTENSION.replace("BODY", "y = torch::relu(x);")
     assert "torch_compute" in rules_hit(cheat, RELU)
+
+
+@pytest.mark.parametrize("body", [
+    "y = x.clamp_min(0); y = at::relu(x);",              # ATen through another namespace spelling
+    "y = x.relu();",                                      # a computing tensor method
+    "y.copy_(torch::nn::functional::relu(x));",           # the functional API
+    "cudnnActivationForward(handle, desc, &one, xd, x.data_ptr(), &zero, yd, y.data_ptr());",  # vendor library
+])
+def test_extension_host_code_that_computes_through_a_library_is_rejected(body):
+    cheat = EXTENSION.replace("BODY", body)
+    finding = next(f for f in static_findings(cheat, RELU) if f.rule == "torch_compute" and f.severity == "reject")
+    assert cheat.splitlines()[finding.line - 1].strip().startswith(body.split(";")[0][:12])
+
+
+def test_extension_without_any_kernel_is_rejected_and_comments_do_not_count():
+    no_kernel = EXTENSION.replace(
+        "__global__ void relu_kernel(const float* x, float* y, int n) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;\n}\n", "// __global__ kernels were too slow\n").replace(
+        "BODY", "y = torch::clamp_min(x, 0); // relu_kernel<<<1, 1>>>() was here")
+    assert "__global__ void" not in no_kernel
+    messages = [f.message for f in static_findings(no_kernel, RELU) if f.rule == "torch_compute"]
+    assert any("no __global__ kernel" in m for m in messages)
+    assert any("torch::clamp_min" in m for m in messages)
+
+
+def test_extension_allocation_and_stream_helpers_are_glue():
+    honest = EXTENSION.replace("auto y = torch::empty_like(x);",
+                               "auto y = torch::empty({x.numel()}, x.options()).view_as(x);\n"
+                               "    const at::cuda::OptionalCUDAGuard guard(device_of(x));").replace(
+        "BODY", EXTENSION_LAUNCH)
+    assert static_findings(honest, RELU) == []
 
 
 def test_a_helper_class_the_candidate_redefines_is_not_the_reference():
@@ -419,7 +455,7 @@ def test_vendor_library_rejects_other_kernel_libraries():
 
 
 def test_an_extension_built_by_a_cached_factory_counts_as_a_launch():
-    honest = EXTENSION.replace("BODY", "").replace(
+    honest = EXTENSION.replace("BODY", EXTENSION_LAUNCH).replace(
         'ext = load_inline(', '_EXT = None\n\n\ndef get_ext():\n    global _EXT\n    if _EXT is None:\n'
                              '        _EXT = load_inline(').replace(
         'functions=["relu_cuda"])', 'functions=["relu_cuda"])\n    return _EXT').replace(

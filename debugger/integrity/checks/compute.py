@@ -1,23 +1,18 @@
 """Rules about PyTorch doing the operator's work instead of the candidate's kernels."""
 from __future__ import annotations
 
-import re
 
 from debugger.integrity import ops
 from debugger.integrity.compute import ComputeSite
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
+from debugger.integrity import extension
 from debugger.integrity.reference import ReferenceProfile
 from debugger.integrity.syntax import call_args, string_value, text, walk
 from debugger.integrity.values import Kind
 
 COMPILERS = ("torch.compile", "torch.jit.", "torch._dynamo", "torch.export", "torch._inductor",
              "torch.fx.", "torch.cuda.graphs.make_graphed_callables")
-# ATen/cuBLAS/cuDNN compute called from CUDA source handed to load_inline.
-_EXTENSION_COMPUTE = re.compile(
-    r"\b(?:torch|at)::(?:matmul|mm|bmm|addmm|linear|conv\w*|softmax|log_softmax|layer_norm|batch_norm|"
-    r"group_norm|sum|mean|max|min|relu|gelu|sigmoid|tanh|exp|einsum|baddbmm|cumsum|norm)\s*\(|"
-    r"\bcublas\w*\s*\(|\bcudnn\w*\s*\(")
 
 _OPERAND = {Kind.INPUT: "the forward input", Kind.FULL: "an input-sized tensor",
             Kind.PART: "an intermediate tensor", Kind.OTHER: "a value", Kind.META: "metadata"}
@@ -99,12 +94,14 @@ def torch_compute(ctx: Context) -> list[Finding]:
         findings[key] = Finding("torch_compute", severity,
                                 f"{site.op} ({site.family}) on {_OPERAND[site.operand]} in "
                                 f"{site.function.qualname}: {reason}", site.line)
-    for node in ctx.file_nodes("string"):
-        value = string_value(node) or ""
-        if "load_inline" in ctx.candidate.src and (match := _EXTENSION_COMPUTE.search(value)):
-            findings[(node.start_point[0] + 1, "extension")] = Finding(
-                "torch_compute", REJECT, f"extension source calls {match.group(0).strip('( ')}: library compute, "
-                "not the candidate's kernel", node.start_point[0] + 1)
+    if "load_inline" in ctx.candidate.src or "cpp_extension" in ctx.candidate.src:
+        sources = [(node, value) for node in ctx.file_nodes("string")
+                   if (value := string_value(node)) and extension.looks_like_extension_source(value)]
+        located = [(node, f) for node, value in sources for f in extension.scan(value)]
+        located += [(sources[i][0], f) for i, f in extension.kernel_findings([v for _, v in sources])]
+        for node, f in located:
+            where = node.start_point[0] + 1 + f.line_offset
+            findings[(where, "extension:" + f.message)] = Finding("torch_compute", f.severity, f.message, where)
     return sorted(findings.values(), key=lambda f: f.line or 0)
 
 

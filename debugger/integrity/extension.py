@@ -1,0 +1,134 @@
+"""CUDA/C++ source handed to torch.utils.cpp_extension.load_inline: does its host code launch the
+candidate's own kernels, or compute through ATen or a vendor library?
+
+A lexical scan (comments and string literals removed first), not a C++ parser: calls into the
+`torch::`/`at::` namespaces are judged against an allow-list of allocation, metadata and stream
+helpers; tensor methods that compute (`a.matmul(b)`, `x.softmax(-1)`) and cuBLAS/cuDNN calls are
+library compute; a source with host functions but no `__global__` kernel computes without one.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from debugger.integrity.findings import REJECT, WARN
+
+# torch::/at:: calls that allocate, describe or schedule: harmless glue in an extension's host code.
+ALLOWED = {
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+    "from_blob", "TensorOptions", "tensor", "scalar_tensor", "arange", "Device", "device", "dtype", "Scalar",
+    "getCurrentCUDAStream", "getDefaultCUDAStream", "CUDAGuard", "OptionalCUDAGuard", "CUDAStreamGuard",
+    "DeviceGuard", "OptionalDeviceGuard", "device_of", "getCurrentDeviceProperties", "get_num_threads",
+    "globalContext", "typeMetaToScalarType", "elementSize", "toString", "IntArrayRef", "MemoryFormat",
+    "ScalarType", "Tensor", "IntList", "kFloat", "kHalf", "kBFloat16", "kCUDA", "kCPU",
+}
+# torch::/at:: functions and tensor methods that compute an operator (or a large part of one).
+COMPUTE = (
+    "matmul|mm|bmm|addmm|addmv|addbmm|baddbmm|mv|dot|linear|bilinear|conv\\w*|einsum|tensordot|"
+    "softmax|log_softmax|_softmax|layer_norm|native_layer_norm|batch_norm|group_norm|instance_norm|rms_norm|"
+    "sum|mean|prod|max|min|amax|amin|argmax|argmin|logsumexp|cumsum|cumprod|cummax|norm|var|std|var_mean|"
+    "relu|gelu|silu|sigmoid|tanh|exp|log|sqrt|rsqrt|pow|erf|softplus|elu|leaky_relu|hardswish|mish|"
+    "add|sub|mul|div|addcmul|addcdiv|clamp|where|abs|neg|"
+    "cross_entropy|nll_loss|mse_loss|l1_loss|smooth_l1_loss|binary_cross_entropy\\w*|kl_div|"
+    "embedding\\w*|gather|scatter\\w*|index_select|index_add|topk|sort|"
+    "max_pool\\w*|avg_pool\\w*|adaptive_\\w+|scaled_dot_product_attention|_scaled_dot_product\\w*|dropout"
+)
+_NAMESPACED = re.compile(r"\b(?:torch|at)::(?:\w+::)*(\w+)\s*(?:<[^<>;]*>)?\s*\(")
+_METHOD = re.compile(r"[\w\)\]]\s*(?:\.|->)\s*(" + COMPUTE + r")\s*\(")
+_VENDOR = re.compile(r"\b(cublas\w*|cublasLt\w*|cudnn\w*|cutlass::\w+)\s*\(")
+_VENDOR_SOFT = re.compile(r"\b(thrust|cub)::(\w+)")
+_KERNEL_DEF = re.compile(r"__global__")
+_LAUNCH = re.compile(r"<<<|\bcudaLaunchKernel\w*\s*\(|\bcuLaunchKernel\s*\(|\blaunch_kernel\s*\(")
+_HOST_FUNCTION = re.compile(r"\b(?:torch|at)::Tensor\s+\w+\s*\([^;{]*\)\s*\{")  # a definition, not a declaration
+_COMPUTE_NAME = re.compile(r"^(?:" + COMPUTE + r")$")
+
+
+@dataclass(frozen=True)
+class ExtensionFinding:
+    severity: str
+    message: str
+    line_offset: int  # 0-based line within the scanned source
+
+
+def looks_like_extension_source(code: str) -> bool:
+    """C++/CUDA text of the kind load_inline compiles."""
+    return bool(re.search(r"__global__|torch::|at::Tensor|#include\s*<|<<<", code))
+
+
+def _strip(code: str) -> str:
+    """Comments and string/char literals blanked out, newlines kept (so offsets keep their lines)."""
+    out, i, n = [], 0, len(code)
+    while i < n:
+        c = code[i]
+        if code.startswith("//", i):
+            j = code.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif code.startswith("/*", i):
+            j = code.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in code[i:j]))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and code[j] != c and code[j] != "\n":
+                j += 2 if code[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(c + " " * max(0, j - i - 2) + (c if j - i >= 2 else ""))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _line(code: str, pos: int) -> int:
+    return code.count("\n", 0, pos)
+
+
+def scan(code: str) -> list[ExtensionFinding]:
+    """Findings for one extension source (CUDA or C++)."""
+    src = _strip(code)
+    found: list[ExtensionFinding] = []
+    for m in _NAMESPACED.finditer(src):
+        name = m.group(1)
+        if name in ALLOWED or name.startswith(("k", "check", "TORCH_", "AT_")):
+            continue
+        call = m.group(0).rstrip("( ")
+        if _COMPUTE_NAME.match(name):
+            found.append(ExtensionFinding(REJECT, f"extension host code calls {call}: ATen computes it, not the "
+                                                  "candidate's kernel", _line(src, m.start())))
+        else:
+            found.append(ExtensionFinding(WARN, f"extension host code calls {call}: not an allocation or "
+                                                "metadata helper; check by hand", _line(src, m.start())))
+    for m in _METHOD.finditer(src):
+        found.append(ExtensionFinding(REJECT, f"extension host code calls the tensor method .{m.group(1)}(): "
+                                              "ATen computes it, not the candidate's kernel", _line(src, m.start(1))))
+    for m in _VENDOR.finditer(src):
+        found.append(ExtensionFinding(REJECT, f"extension calls {m.group(1)}: a vendor library computes it, "
+                                              "not the candidate's kernel", _line(src, m.start())))
+    for m in _VENDOR_SOFT.finditer(src):
+        found.append(ExtensionFinding(WARN, f"extension uses {m.group(1)}::{m.group(2)}: a library primitive; "
+                                            "check it is not the operator's main work", _line(src, m.start())))
+    return found
+
+
+def kernel_findings(codes: list[str]) -> list[tuple[int, ExtensionFinding]]:
+    """Across all of a file's extension sources (index into `codes`, finding): host functions with no
+    __global__ kernel anywhere compute without one; kernels that are never launched are suspicious."""
+    stripped = [_strip(c) for c in codes]
+    kernels = any(_KERNEL_DEF.search(s) for s in stripped)
+    launches = any(_LAUNCH.search(s) for s in stripped)
+    host = next(((i, m) for i, s in enumerate(stripped) if (m := _HOST_FUNCTION.search(s))), None)
+    if host is None:
+        return []
+    i, m = host
+    if not kernels:
+        return [(i, ExtensionFinding(REJECT, "extension defines host functions but no __global__ kernel: the "
+                                             "result is computed without a kernel of the candidate's own",
+                                     _line(stripped[i], m.start())))]
+    if not launches:
+        return [(i, ExtensionFinding(WARN, "extension defines __global__ kernels but its host code never "
+                                           "launches one", _line(stripped[i], m.start())))]
+    return []
