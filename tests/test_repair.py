@@ -155,3 +155,22 @@ def test_authentication_error_is_one_clear_line(tmp_path):
     assert proc.returncode == 1
     assert data["status"] == "unrepaired" and data["guard"] == "backend_error"
     assert "authentication failed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_patch_the_diagnosis_already_proved_is_not_screened_again(tmp_path, monkeypatch):
+    import debugger.repair.nodes as nodes
+
+    calls = []
+    real = nodes.run_evaluation
+
+    def counting(case, device, **kw):
+        calls.append(len(kw.get("checks") or []))
+        return real(case, device, **kw)
+
+    monkeypatch.setattr(nodes, "run_evaluation", counting)
+    case = load_case(REPO / "examples" / "softmax" / "candidate.py", REPO / "examples" / "softmax" / "reference.py")
+    result = repair(case, settings=settings(), ledger=Ledger(tmp_path / "ledger.db"), write_back=False,
+                    write_files=False, retrieval=False)
+    assert result.status == "repaired" and result.iterations == 1
+    # evaluate (full), then verify (full) of the experiment-proved patch: no screen on the failing checks
+    assert len(calls) == 2, calls

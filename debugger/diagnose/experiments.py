@@ -4,6 +4,7 @@ names the root cause (and the line) with near certainty. The candidate's file is
 """
 from __future__ import annotations
 
+from debugger.backends.base import source_hash
 from debugger.case import Case
 from debugger.evaluate import evaluate
 
@@ -35,7 +36,9 @@ def run_experiments(case: Case, report, patches: list, order: list[str], *, devi
         result = "fixed" if rep.status == "pass" else "better" if (rep.status == "mismatch" and failed < baseline) \
             else "no_change" if failed == baseline and rep.status == report.status else "worse"
         results.append({"recipe": patch.recipe, "bug_class": patch.bug_class, "description": patch.description,
-                        "lines": patch.sites, "result": result, "status": rep.status})
+                        "lines": patch.sites, "result": result, "status": rep.status,
+                        # what was patched and into what: the repair loop need not screen this patch again
+                        "base_hash": source_hash(case.candidate_src), "patch_hash": source_hash(patch.new_src)})
         if result == "fixed":
             break
     return results

@@ -178,7 +178,7 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     best = state["best_report"]
     failing = [c["spec"] for c in best.get("checks", []) if not c["passed"] and c["status"] != "skipped" and c.get("spec")]
     case = case_of(state, src)
-    if failing:
+    if failing and not _experiment_fixed(state, src):
         screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=True).report
         if not screen.passed:
             # Judge progress on the same footing as the best version: the checks it failed.
@@ -192,6 +192,14 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     return {"verify": {"passed": report.passed, "status": report.status, "score": report.error_score(),
                        "screen": False, "message": report.message,
                        "signature": report.signature.key() if report.signature else None, "report": report.to_dict()}}
+
+
+def _experiment_fixed(state: RepairState, src: str) -> bool:
+    """The diagnosis already ran this exact patch of the current best version on its failing checks,
+    and they all passed: screening it again would repeat that run."""
+    base, h = source_hash(state["best_src"]), source_hash(src)
+    return any(e.get("result") == "fixed" and e.get("patch_hash") == h and e.get("base_hash") == base
+               for e in (state.get("diagnosis") or {}).get("experiments", []))
 
 
 def _diff(a: str, b: str, name: str) -> str:
