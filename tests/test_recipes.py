@@ -48,6 +48,7 @@ CASES = {
     "atomic_accumulate": ("atomic_accumulate", {}),
     "scan_inclusive": ("scan_inclusive", {}),
     "scan_carry": ("scan_inclusive", {}),
+    "scan_block_order": ("scan_inclusive", {}),
     "activation_erf": ("activation_constant", {}),
     "activation_leaky": ("activation_constant", {}),
     "stable_activation": ("stable_activation", {}),

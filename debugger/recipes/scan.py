@@ -32,6 +32,7 @@ class ScanInclusive(Recipe):
                 yield from self._carry(s, k, c, x)
                 yield from self._inclusive(s, c, x)
                 yield from self._direction(s, c)
+                yield from self._block_order(s, k, c)
 
     def _inclusive(self, s: Source, c: Node, x: Node):
         name = s.call_name(c)
@@ -95,6 +96,29 @@ class ScanInclusive(Recipe):
                              if n.type == "identifier" and text(n) == res]
                     yield self.patch(s, edits, f"carry {full[0]} (the carried result), not {res}, "
                                                f"at line {line(st)}")
+
+    def _block_order(self, s: Source, k: Kernel, c: Node):
+        """A reverse scan carried across the blocks of a row must visit the blocks last to first;
+        a loop that walks them first to last carries the wrong total into every block."""
+        pos, kw = call_args(c)
+        rev = kw.get("reverse") or (pos[2] if len(pos) > 2 else None)
+        loop = loop_of(k, c)
+        if rev is None or text(rev) != "True" or loop is None:
+            return
+        start_t = text(loop.start) if loop.start is not None else "0"
+        if start_t != "0":
+            return
+        stop = f"({text(loop.stop)})" if loop.stop.type not in ("identifier", "integer") else text(loop.stop)
+        if loop.step is None:
+            mirrored = f"({stop} - 1 - {loop.var})"
+        else:
+            step = f"({text(loop.step)})" if loop.step.type not in ("identifier", "integer") else text(loop.step)
+            mirrored = f"(({stop} - 1) // {step} * {step} - {loop.var})"
+        uses = [n for n in walk(loop.body) if n.type == "identifier" and text(n) == loop.var]
+        if not uses:
+            return
+        yield self.patch(s, [Edit.replace(n, mirrored) for n in uses],
+                         f"visit the blocks last to first for the reverse scan at line {line(c)}")
 
     def _direction(self, s: Source, c: Node):
         pos, kw = call_args(c)
