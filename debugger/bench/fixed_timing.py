@@ -52,18 +52,27 @@ def _warm(specs: list[tuple], jobs: int) -> None:
 
 
 def time_fixed(cases_dir: str, scale: str | None, names: list[str] | None = None, repairs: str | None = None,
-               warm_jobs: int = 0) -> dict:
+               warm_jobs: int = 0, on_progress=None) -> dict:
+    """Time every case; `on_progress(result_so_far)` after each one (so a cut-off run keeps its rows)."""
     specs = _specs(cases_dir, scale, names, repairs)
     if warm_jobs > 1:
         print(f"warming Triton's cache: {len(specs)} cases in {warm_jobs} processes", file=sys.stderr)
         _warm(specs, warm_jobs)
     ceilings = measure_ceilings()
     rows = []
+    result = _result(ceilings, scale, rows)
     for folder, meta, ref, impls in specs:
         t = case_timing(ref, impls, ceilings)
         rows.append({"name": folder.name, "bug_class": meta.get("bug_class"), "operator": meta.get("operator"), **t})
         print(f"{folder.name}: fixed {t.get('fixed_ms')} ms, repaired {t.get('repaired_ms')} ms, reference "
               f"{t.get('reference_ms')} ms {t.get('errors') or t.get('error') or ''}", file=sys.stderr)
+        result = _result(ceilings, scale, rows)
+        if on_progress is not None:
+            on_progress(result)
+    return result
+
+
+def _result(ceilings: dict, scale: str | None, rows: list[dict]) -> dict:
     timed = [r for r in rows if r.get("repaired_ms")]
     return {"ceilings": ceilings, "scale": scale, "cases": len(rows),
             "fixed_speedup_vs_reference": geomean([r.get("fixed_speedup_vs_reference") for r in rows]),
@@ -111,15 +120,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repairs", metavar="DIR", help="repaired sources NAME.py (kdebug bench's OUT/repairs)")
     p.add_argument("--warm-jobs", type=int, default=0, metavar="N", help="compile everything first in N processes")
     args = p.parse_args(argv)
+    out = Path(args.out)
+
+    def write(result: dict) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "fixed_vs_reference.json").write_text(json.dumps(jsonable(result), indent=2) + "\n")
+        (out / "fixed_vs_reference.md").write_text(markdown(result))
+
     try:
-        result = time_fixed(args.cases_dir, args.scale, args.cases, args.repairs, args.warm_jobs)
+        result = time_fixed(args.cases_dir, args.scale, args.cases, args.repairs, args.warm_jobs, on_progress=write)
     except InvalidInput as e:
         print(f"kdebug: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "fixed_vs_reference.json").write_text(json.dumps(jsonable(result), indent=2) + "\n")
-    (out / "fixed_vs_reference.md").write_text(markdown(result))
+    write(result)
     print(json.dumps(jsonable(result), indent=2))
     return 0
 
