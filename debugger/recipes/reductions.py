@@ -200,9 +200,21 @@ def max_prepass(recipe: Recipe, s: Source, k: Kernel, e: Node, loop) -> Patch | 
     m = fresh_name(k, "row_max")
     header = text(loop.node)[:loop.body.start_byte - loop.node.start_byte].rstrip()
     indent, inner = s.indent_of(loop.node), s.indent_of(loop.body.named_children[0])
-    lines = [f"{m} = {s.tl}.full([], -float(\"inf\"), {s.tl}.float32)", header]
-    lines += [with_fill(s, st, '-float("inf")')[len(indent):] for st in stmts]
-    lines.append(f"{inner[len(indent):]}{m} = {s.tl}.maximum({m}, {s.tl}.max({text(arg)}, axis=0))")
+    body = [with_fill(s, st, '-float("inf")')[len(indent):] for st in stmts]
+    # The block size of the exponent's lanes: the tl.arange its values are indexed by.
+    names = k.deps.closure(identifiers(arg))
+    sizes = {text(call_arg(c, 1, "end")) for n in names for _, rhs in k.deps.defs.get(n, []) if rhs is not None
+             for c in s.calls(rhs, "tl.arange")} | {text(call_arg(c, 1, "end")) for c in s.calls(arg, "tl.arange")}
+    if len(sizes) == 1 and "" not in sizes:
+        # Keep a vector of running maxima and reduce it once after the loop (as a hand-written
+        # two-pass kernel does): a cross-lane max per block costs time on a GPU.
+        vec = fresh_name(k, "max_vec")
+        lines = [f"{vec} = {s.tl}.full([{sizes.pop()}], -float(\"inf\"), {s.tl}.float32)", header, *body,
+                 f"{inner[len(indent):]}{vec} = {s.tl}.maximum({vec}, {text(arg)})",
+                 f"{m} = {s.tl}.max({vec}, axis=0)"]
+    else:
+        lines = [f"{m} = {s.tl}.full([], -float(\"inf\"), {s.tl}.float32)", header, *body,
+                 f"{inner[len(indent):]}{m} = {s.tl}.maximum({m}, {s.tl}.max({text(arg)}, axis=0))"]
     edits = [Edit.insert(s.line_start(loop.node), "".join(f"{indent}{l}\n" for l in lines)),
              Edit.replace(arg, f"{paren(arg)} - {m}")]
     for c in k.calls("tl.log"):
