@@ -43,6 +43,7 @@ CASES = {
     "output_dtype": ("output_dtype", {}),
     "advance_pointers_matmul": ("advance_pointers", {"atol": 0.5}),
     "advance_pointers_row_loop": ("advance_pointers", {}),
+    "grid_stride_loop": ("advance_pointers", {}),
     "swap_strides": ("swap_strides", {}),
     "contiguous_inputs": ("contiguous_inputs", {}),
     "atomic_accumulate": ("atomic_accumulate", {}),

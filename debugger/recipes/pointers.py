@@ -110,6 +110,45 @@ class AdvancePointers(Recipe):
                 if stale:
                     yield from self._fix_stale(s, k, loop, stale)
                 yield from self._fix_amount(s, k, loop)
+                yield from self._grid_stride(s, k, loop)
+
+    def _grid_stride(self, s: Source, k: Kernel, loop: Loop):
+        """A persistent grid-stride loop starting at `pid * BLOCK` (or `pid`) must step by BLOCK times
+        the number of programs; stepping by BLOCK alone makes every program re-read its neighbours'
+        blocks (an atomic total then counts them several times)."""
+        if loop.start is None:
+            return
+        pids = {n for n, defs in k.deps.defs.items() for _, rhs in defs
+                if rhs is not None and unparen(rhs).type == "call" and s.call_name(unparen(rhs)) == "tl.program_id"}
+        start = unparen(loop.start)
+        axis = None
+        for n in pids:
+            rhs = unparen(k.deps.defs[n][0][1])
+            if n in identifiers(start):
+                ax = call_arg(rhs, 0, "axis")
+                axis = text(ax) if ax is not None else "0"
+        if axis is None:
+            return
+        block = None
+        if start.type == "binary_operator" and text(start.child_by_field_name("operator")) == "*":
+            left, right = unparen(start.child_by_field_name("left")), unparen(start.child_by_field_name("right"))
+            block = right if text(left) in pids else left if text(right) in pids else None
+            if block is None:
+                return
+        elif not (start.type == "identifier" and text(start) in pids):
+            return
+        step_t = text(loop.step) if loop.step is not None else "1"
+        if (block is not None and step_t != text(block)) or (block is None and step_t != "1"):
+            return
+        progs = [p.name for p in k.params if re.search(r"(?i)^(num|n)_?(progs|programs|ctas|blocks)$", p.name)]
+        factors = [f"{s.tl}.num_programs({axis})"] + progs
+        for f in factors:
+            new = f"{text(block)} * {f}" if block is not None else f
+            if loop.step is not None:
+                edit = Edit.replace(loop.step, new)
+            else:  # range(pid, n) -> range(pid, n, programs)
+                edit = Edit.insert(loop.stop.end_byte, f", {new}")
+            yield self.patch(s, [edit], f"grid-stride loop at line {line(loop.node)} steps over all programs ({f})")
 
     def _fix_stale(self, s: Source, k: Kernel, loop: Loop, stale: list[Node]):
         per_call: list[list[Edit]] = []
