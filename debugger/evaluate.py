@@ -237,6 +237,18 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
     return header, blob
 
 
+def _varies_inputs(spec: dict) -> bool:
+    return spec.get("kind") in ("layout", "hidden", "params") or bool(spec.get("shapes"))
+
+
+def _reference_accepts(reference, spec: dict, timeout: float) -> bool:
+    try:
+        header, _ = reference.request({"op": "run", "spec": dict(spec, capture=False)}, timeout=timeout)
+    except (WorkerTimeout, WorkerDied):
+        return True  # no evidence against the inputs: keep the candidate's failure
+    return bool(header.get("ok"))
+
+
 def _localise(reference, candidate, timeout: float) -> dict:
     """Hand the candidate's per-launch buffers (bytes, never unpickled here) to the reference worker."""
     try:
@@ -254,7 +266,14 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
     """Run one check (candidate, reference, candidate); fill `check`. Returns a stop reason or None."""
     first = _candidate_run(candidate, spec, 1, float("nan"), timeout, check)
     if first is None:
-        return "dead" if candidate.dead else None
+        if candidate.dead:
+            return "dead"
+        if _varies_inputs(spec) and not _reference_accepts(reference, spec, timeout):
+            # Shapes or parameters the reference itself rejects (a channel count its groups do not
+            # divide, say) test nothing: the candidate is not at fault for refusing them too.
+            check.status, check.passed = "skipped", False
+            check.message = "reference does not accept these inputs either"
+        return None
     try:
         ref_header, ref_blob = reference.request({"op": "run", "spec": dict(spec, capture=capture)}, timeout=timeout)
     except (WorkerTimeout, WorkerDied) as e:

@@ -192,3 +192,84 @@ def test_cli_eval_passes_the_fixed_example(tmp_path):
     proc = run_cli("eval", str(tmp_path), "--device", "cpu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "status: pass" in proc.stdout
+
+
+GROUPED_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels, groups):
+        super().__init__()
+        if channels % groups:
+            raise ValueError(f"channels ({channels}) must be divisible by groups ({groups})")
+        self.groups = groups
+
+    def forward(self, x):
+        n, c = x.shape
+        return x.view(n, self.groups, c // self.groups).mean(-1)
+
+
+C = 12
+G = 4
+
+
+def get_inputs():
+    return [torch.randn(5, C)]
+
+
+def get_init_inputs():
+    return [C, G]
+'''
+
+GROUPED_KERNEL = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def group_mean_kernel(x_ptr, out_ptr, group_size, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < group_size
+    x = tl.load(x_ptr + pid * group_size + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + pid, tl.sum(x, axis=0) / group_size)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, channels, groups):
+        super().__init__()
+        if channels % groups:
+            raise ValueError(f"channels ({channels}) must be divisible by groups ({groups})")
+        self.groups = groups
+
+    def forward(self, x):
+        x = x.contiguous()
+        n, c = x.shape
+        out = torch.empty(n, self.groups, device=x.device, dtype=x.dtype)
+        gs = c // self.groups
+        group_mean_kernel[(n * self.groups,)](x, out, gs, BLOCK=triton.next_power_of_2(gs))
+        return out
+'''
+
+
+def test_hidden_shapes_the_reference_rejects_too_are_skipped_not_failed():
+    from debugger.evaluate import hidden_checks, run_evaluation
+    from debugger.integrity.dynamic import shape_variants
+
+    variants = shape_variants(GROUPED_REF)
+    # G only configures the operator (get_init_inputs): kept. C shapes the input: varied, and both
+    # variants break the divisibility the reference insists on.
+    assert variants and all("G" not in v and v["C"] % 4 for v in variants)
+    case = case_from_sources(GROUPED_REF, GROUPED_KERNEL)
+    report = run_evaluation(case, "cpu", checks=hidden_checks(variants)).report
+    shaped = [c for c in report.checks if c.name.startswith("hidden_shape")]
+    assert shaped and all(c.status == "skipped" for c in shaped), [(c.name, c.status, c.message) for c in shaped]
+    assert report.status == "pass"
+    # A candidate that refuses shapes the reference accepts still fails.
+    picky = case_from_sources(GROUPED_REF, GROUPED_KERNEL.replace("if channels % groups:", "if channels != 12:"))
+    report = run_evaluation(picky, "cpu", checks=hidden_checks([{"C": 16, "G": 4}])).report
+    assert report.status == "runtime_error" and "hidden_shape0" in [c.name for c in report.failed_checks]

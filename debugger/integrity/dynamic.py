@@ -48,13 +48,20 @@ def is_light(op: str) -> bool:
 
 
 def shape_variants(reference_src: str) -> list[dict]:
-    """Other sizes for the reference's module-level int constants (hidden shapes)."""
+    """Other sizes for the reference's module-level int constants that shape its inputs (hidden
+    shapes). Constants only get_init_inputs() reads (a kernel size, a head count) are operator
+    hyperparameters, not sizes: changing them changes the task, so they are kept."""
+    tree = ast.parse(reference_src)
     consts = {}
-    for node in ast.parse(reference_src).body:
+    for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             v = node.value
             if isinstance(v, ast.Constant) and type(v.value) is int and v.value > 1:
                 consts[node.targets[0].id] = v.value
+    get_inputs = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    if get_inputs is not None:
+        used = {n.id for n in ast.walk(get_inputs) if isinstance(n, ast.Name)}
+        consts = {k: v for k, v in consts.items() if k in used}
     if not consts:
         return []
     grow = {k: v + max(1, v // 7) + 2 for k, v in consts.items()}
