@@ -50,6 +50,7 @@ CASES = {
     "scan_inclusive": ("scan_inclusive", {}),
     "scan_carry": ("scan_inclusive", {}),
     "scan_block_order": ("scan_inclusive", {}),
+    "scan_combine_carry": ("scan_inclusive", {}),
     "activation_erf": ("activation_constant", {}),
     "activation_leaky": ("activation_constant", {}),
     "stable_activation": ("stable_activation", {}),

@@ -25,6 +25,8 @@ class ScanInclusive(Recipe):
 
     def _propose(self, s: Source, hints: dict):
         for k in s.kernels:
+            for c in k.calls("tl.associative_scan"):
+                yield from self._combine_carry(s, k, c)
             for c in k.calls(*SCANS):
                 x = call_arg(c, 0, "input")
                 if x is None:
@@ -96,6 +98,31 @@ class ScanInclusive(Recipe):
                              if n.type == "identifier" and text(n) == res]
                     yield self.patch(s, edits, f"carry {full[0]} (the carried result), not {res}, "
                                                f"at line {line(st)}")
+
+    def _combine_carry(self, s: Source, k: Kernel, c: Node):
+        """An associative scan over the blocks of a row keeps a running carry (`carry = f(carry, ...)`)
+        but never folds it into the block's result: combine it, with the scan's own function."""
+        loop = loop_of(k, c)
+        stmt = statement_of(c)
+        names = assigned_names(stmt)
+        fn = call_arg(c, 2, "combine_fn")
+        if loop is None or len(names) != 1 or fn is None:
+            return
+        res = names.pop()
+        in_loop = lambda st: loop.body.start_byte <= st.start_byte < loop.body.end_byte  # noqa: E731
+        stored = set()
+        for st in k.calls("tl.store"):
+            if in_loop(st):
+                value = call_arg(st, 1, "value")
+                stored |= k.deps.closure(identifiers(value)) if value is not None else set()
+        for carry, defs in k.deps.defs.items():
+            updates = [rhs for st, rhs in defs if in_loop(st) and rhs is not None]
+            if carry == res or not updates or carry in stored:
+                continue
+            if any(carry in identifiers(r) and (res in identifiers(r) or res in k.deps.closure(identifiers(r)))
+                   for r in updates):
+                yield self.patch(s, [_after(s, stmt, f"{res} = {text(fn)}({res}, {carry})")],
+                                 f"fold the running carry {carry} into each block's scan at line {line(c)}")
 
     def _block_order(self, s: Source, k: Kernel, c: Node):
         """A reverse scan carried across the blocks of a row must visit the blocks last to first;
