@@ -29,6 +29,7 @@ CASES = {
     "add_mask_elementwise": ("add_mask", {}),
     "add_mask_row_loop": ("add_mask", {}),
     "fix_mask_bound": ("fix_mask_bound", {}),
+    "segment_bound": ("fix_mask_bound", {}),
     "other_identity": ("other_identity", {}),
     "mask_padded_lanes": ("mask_padded_lanes", {}),
     "k_tail_mask": ("k_tail_mask", {"atol": 0.5}),  # fp32 matmul at x100, as in eval/cases

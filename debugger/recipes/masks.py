@@ -174,6 +174,7 @@ class FixMaskBound(Recipe):
                 yield from self._fix_bound(s, k, c, by_index, forced or (near is not None and
                                                                            abs(line(c.node) - near) <= 1))
             yield from self._fix_index(s, k)
+            yield from self._segment_bound(s, k, cmps)
             yield from self._swap_pair(s, k, cmps)
             yield from self._host_args(s, k, cmps, forced or near is not None)
 
@@ -226,6 +227,29 @@ class FixMaskBound(Recipe):
                             text(source)[c.index.end_byte - source.start_byte:]
                         edit = Edit.replace(mask, f"({new})" if " & " in new or " | " in new else new)
                     yield self.patch(s, [edit], f"the mask at line {line(call)} tests the whole index {full}")
+
+    def _segment_bound(self, s: Source, k: Kernel, cmps: list[Comparison]):
+        """A segment read from an offsets array (`start = load(off + i)`, `end = load(off + i + 1)`, as in
+        CSR rows and embedding bags) ends at `end`, not at the length of the whole index array."""
+        loads = {}
+        for name, defs in k.deps.defs.items():
+            if len(defs) == 1 and defs[0][1] is not None:
+                rhs = unparen(defs[0][1])
+                if rhs.type == "call" and s.call_name(rhs) == "tl.load":
+                    ptr = call_arg(rhs, 0, "pointer")
+                    if ptr is not None:
+                        loads[name] = text(ptr).replace(" ", "")
+        pairs = [(a, b) for a, pa in loads.items() for b, pb in loads.items()
+                 if a != b and pb in (pa + "+1", f"1+{pa}")]
+        for start, end in pairs:
+            for c in cmps:
+                bound = text(unparen(c.bound))
+                index_names = k.deps.closure(identifiers(c.index))
+                if end in identifiers(c.bound) or start not in index_names | identifiers(c.bound):
+                    continue
+                new = end if start in index_names else f"({end} - {start})"
+                yield self.patch(s, [Edit.replace(c.bound, new)],
+                                 f"the segment {start}..{end} bounds the mask at line {line(c.node)}, not {bound}")
 
     def _swap_pair(self, s: Source, k: Kernel, cmps: list[Comparison]):
         """Row and column bounds exchanged within one mask expression."""
