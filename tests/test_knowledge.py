@@ -357,6 +357,17 @@ def test_for_diagnosis_prefers_the_hypothesised_class(shared_kb):
     hits = shared_kb.for_diagnosis(diagnosis, kernel_file(NORM_BEFORE, NORM_LAUNCH), k=3)
     assert [h.id for h in hits][:2] == ["layernorm-divides-by-block", "add-unmasked-tail"]
     assert hits[0].signals["symptoms"] > 0 and hits[0].signals["bug_class"] == 0.7
+    # one pattern per class first: the list names as many classes as it can
+    assert len({h.bug_class for h in hits}) == len(hits)
+
+
+def test_diversify_puts_each_class_best_hit_first():
+    from debugger.knowledge.retrieve import Hit, diversify
+
+    hits = [Hit(id=f"p{i}", kind="pattern", score=1 - i / 10, bug_class=c, path="", title="")
+            for i, c in enumerate(["a", "a", "a", "b", "a", "c"])]
+    assert [h.id for h in diversify(hits, 4)] == ["p0", "p3", "p5", "p1"]
+    assert [h.id for h in diversify(hits[:3], 5)] == ["p0", "p1", "p2"]
 
 
 def test_closest_reference_kernel_by_code(shared_kb):

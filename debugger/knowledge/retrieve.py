@@ -139,8 +139,19 @@ def diagnosis_query(diagnosis: dict) -> dict:
 def for_diagnosis(index: KnowledgeIndex, diagnosis: dict, candidate_src: str | None = None, k: int = 5) -> list[Hit]:
     """Patterns for a diagnosis (hypotheses, symptoms, error signature) and the candidate's code."""
     q = diagnosis_query(diagnosis)
-    return search(index, q["query"], symptoms=q["symptoms"], operator=q["operator"], code=candidate_src,
-                  kind=PATTERN, k=k, class_weights=q["class_weights"] or None)
+    hits = search(index, q["query"], symptoms=q["symptoms"], operator=q["operator"], code=candidate_src,
+                  kind=PATTERN, k=max(3 * k, 12), class_weights=q["class_weights"] or None)
+    return diversify(hits, k)
+
+
+def diversify(hits: list[Hit], k: int) -> list[Hit]:
+    """The best hit of each bug class first (in score order), then the rest by score: a result list
+    that names three classes is worth more to a repair than three patterns of one class."""
+    firsts, rest, seen = [], [], set()
+    for h in hits:
+        (rest if h.bug_class in seen else firsts).append(h)
+        seen.add(h.bug_class)
+    return (firsts + rest)[:k]
 
 
 def closest_reference_kernel(index: KnowledgeIndex, candidate_src: str, operator_hint: str | None = None) -> Hit | None:
