@@ -14,6 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 MAX_INTERMEDIATES = 400
 MAX_ELEMENTS = 1 << 24
+MAX_BYTES = 512 << 20  # float64 copies kept per check, all intermediates together
 
 
 class IntermediateRecorder(TorchDispatchMode):
@@ -22,6 +23,7 @@ class IntermediateRecorder(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.tensors: list[tuple[str, torch.Tensor]] = []
+        self.bytes = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -29,9 +31,11 @@ class IntermediateRecorder(TorchDispatchMode):
         outs = out if isinstance(out, (tuple, list)) else [out]
         for o in outs:
             if (isinstance(o, torch.Tensor) and o.is_floating_point() and 0 < o.numel() <= MAX_ELEMENTS
-                    and len(self.tensors) < MAX_INTERMEDIATES and not name.startswith(("empty", "new_empty"))):
+                    and len(self.tensors) < MAX_INTERMEDIATES and self.bytes + 8 * o.numel() <= MAX_BYTES
+                    and not name.startswith(("empty", "new_empty"))):
                 with torch.utils._python_dispatch._disable_current_modes():
                     self.tensors.append((f"aten.{name.split('.')[0]}", o.detach().to(torch.float64).clone()))
+                self.bytes += 8 * o.numel()
         return out
 
 
