@@ -479,3 +479,29 @@ def test_a_final_reduction_of_kernel_results_is_light_only_when_the_reference_en
                                  "norms = copy.norm(dim=1)\nout = torch.empty_like(x)\n"
                                  "rows_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=64)\nreturn out")
     assert "torch_compute" in rules_hit(norm_then_divide, L2NORM)
+
+
+SUM_ROWS = reference("x.sum(dim=1)")
+
+
+def test_reading_the_inputs_only_to_size_a_launch_is_glue_but_a_host_result_is_not():
+    # the largest row value picks a block size: launch configuration, not the operator's result
+    sizing = candidate(f"""
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        widest = int(x.abs().max().item()) if x.numel() > 0 else 1
+        block = triton.next_power_of_2(max(widest, 16))
+        unary_kernel[(triton.cdiv(x.numel(), block),)](x, out, x.numel(), BLOCK=block)
+        return out
+    """)
+    assert not rules_hit(sizing, SUM_ROWS)
+    # the same host scalar handed to the kernel as data: the result computed by PyTorch
+    smuggled = candidate(f"""
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        total = float(x.sum().item()) if x.numel() > 0 else 0.0
+        unary_kernel[(triton.cdiv(x.numel(), 256),)](x, out, total, BLOCK=256)
+        return out
+    """)
+    hit = rules_hit(smuggled, SUM_ROWS)
+    assert "torch_compute" in hit or "shape_special_case" in hit

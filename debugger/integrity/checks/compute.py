@@ -6,7 +6,7 @@ from debugger.integrity import ops
 from debugger.integrity.compute import ComputeSite
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
-from debugger.integrity import extension
+from debugger.integrity import extension, launchconfig
 from debugger.integrity.reference import ReferenceProfile
 from debugger.integrity.syntax import call_args, string_value, text, walk
 from debugger.integrity.values import Kind
@@ -83,11 +83,15 @@ def _reads_kernel_output(ctx: Context, site: ComputeSite) -> bool:
                 "light finishing of kernel results (a mean of per-row partials) is only reported.")
 def torch_compute(ctx: Context) -> list[Finding]:
     findings: dict[tuple[int, str], Finding] = {}
+    meta = launchconfig.meta_parameters(ctx.candidate.kernels)
     for site in ctx.sites:
         verdict = judge(site, ctx.reference, on_kernel_output=_reads_kernel_output(ctx, site))
         if verdict is None:
             continue
         severity, reason = verdict
+        if severity == REJECT and launchconfig.only_sizes_a_launch(site.node, site.function, meta):
+            severity, reason = WARN, "reads the inputs only to size a kernel launch (a host scalar for the grid " \
+                                     "or a constexpr meta-parameter)"
         key = (site.line, site.family)
         if key in findings and findings[key].severity == REJECT:
             continue

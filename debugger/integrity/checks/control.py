@@ -5,7 +5,7 @@ import re
 
 from tree_sitter import Node
 
-from debugger.integrity import ops
+from debugger.integrity import launchconfig, ops
 from debugger.integrity.checks.compute import judge
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
@@ -133,6 +133,9 @@ def shape_special_case(ctx: Context) -> list[Finding]:
         if condition is None or not _input_dependent(ctx, fn, condition):
             continue
         returned = node.parent is not None and node.parent.type == "return_statement"
+        if node.type == "conditional_expression" and \
+                launchconfig.value_only_sizes_a_launch(node, fn, launchconfig.meta_parameters(ctx.candidate.kernels)):
+            continue  # `n = int(x.max().item()) if len(x) else 1` choosing a block size
         for branch in _branches(node):
             reason = _shortcut(ctx, fn, branch, returned)
             if reason:
