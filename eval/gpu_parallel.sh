@@ -16,6 +16,8 @@
 #   OUT=/tmp/gpu CASES_LIST="a b c" eval/gpu_parallel.sh all
 #       Both, in one command: the repairs in parallel, then the timing of what they repaired.
 #
+# Wheels for a bare GPU machine: eval/gpu_wheels.sh (carry .whl).
+#
 # Each case's repair compiles its kernels many times over (every check, experiment and hidden shape),
 # so on one 16-core host about 10 cases in parallel finish in 3-5 minutes; the 60-case set needs
 # several commands (CASES_LIST).
