@@ -6,6 +6,7 @@ from functools import cached_property
 from tree_sitter import Node
 
 from debugger.integrity.compute import ComputeSite, compute_sites
+from debugger.integrity.launchconfig import meta_parameters
 from debugger.integrity.reference import ReferenceProfile
 from debugger.integrity.syntax import Function, Launch, SourceModule, text, walk
 from debugger.integrity.values import Kind, ValueKinds
@@ -43,6 +44,11 @@ class Context:
     def launches(self) -> list[Launch]:
         """Kernel launches along the forward path."""
         return [launch for fn in self.forward_path for launch in self.candidate.launches(fn)]
+
+    @cached_property
+    def meta_parameters(self) -> set[str]:
+        """Parameters the candidate's kernels declare tl.constexpr (launch configuration)."""
+        return meta_parameters(self.candidate.kernels)
 
     @cached_property
     def reachable_kernels(self) -> set[str]:

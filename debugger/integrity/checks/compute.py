@@ -83,13 +83,12 @@ def _reads_kernel_output(ctx: Context, site: ComputeSite) -> bool:
                 "light finishing of kernel results (a mean of per-row partials) is only reported.")
 def torch_compute(ctx: Context) -> list[Finding]:
     findings: dict[tuple[int, str], Finding] = {}
-    meta = launchconfig.meta_parameters(ctx.candidate.kernels)
     for site in ctx.sites:
         verdict = judge(site, ctx.reference, on_kernel_output=_reads_kernel_output(ctx, site))
         if verdict is None:
             continue
         severity, reason = verdict
-        if severity == REJECT and launchconfig.only_sizes_a_launch(site.node, site.function, meta):
+        if severity == REJECT and launchconfig.only_sizes_a_launch(site.node, site.function, ctx.meta_parameters):
             severity, reason = WARN, "reads the inputs only to size a kernel launch (a host scalar for the grid " \
                                      "or a constexpr meta-parameter)"
         key = (site.line, site.family)

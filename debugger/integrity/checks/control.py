@@ -134,7 +134,7 @@ def shape_special_case(ctx: Context) -> list[Finding]:
             continue
         returned = node.parent is not None and node.parent.type == "return_statement"
         if node.type == "conditional_expression" and \
-                launchconfig.value_only_sizes_a_launch(node, fn, launchconfig.meta_parameters(ctx.candidate.kernels)):
+                launchconfig.value_only_sizes_a_launch(node, fn, ctx.meta_parameters):
             continue  # `n = int(x.max().item()) if len(x) else 1` choosing a block size
         for branch in _branches(node):
             reason = _shortcut(ctx, fn, branch, returned)
