@@ -264,7 +264,9 @@ def _localise(reference, candidate, timeout: float) -> dict:
 
 def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, timeout, capture) -> str | None:
     """Run one check (candidate, reference, candidate); fill `check`. Returns a stop reason or None."""
-    first = _candidate_run(candidate, spec, 1, float("nan"), timeout, check)
+    # A localising run poisons with the finite sentinel, so that a NaN a kernel writes counts as written.
+    first = _candidate_run(candidate, spec, 1, SENTINEL_POISON if spec.get("localise") else float("nan"),
+                           timeout, check)
     if first is None:
         if candidate.dead:
             return "dead"

@@ -75,13 +75,34 @@ def _compare(c: torch.Tensor, r: torch.Tensor, rtol: float) -> tuple[float, floa
     finite_r = r[torch.isfinite(r)]
     scale = float(finite_r.abs().max()) if finite_r.numel() else 1.0
     atol = rtol * max(1.0, scale)
-    bad = ~((c - r).abs() <= atol + rtol * r.abs())
-    same_special = (torch.isnan(c) & torch.isnan(r)) | (torch.isinf(c) & (c == r))
-    bad &= ~same_special
     diff = (c - r).abs()
-    diff = diff[torch.isfinite(diff)]
-    err = float(diff.max()) if diff.numel() else float("inf")
+    bad = ~(diff <= atol + rtol * r.abs())
+    bad &= ~((torch.isnan(c) & torch.isnan(r)) | (torch.isinf(c) & (c == r)))
+    finite = diff[torch.isfinite(diff)]
+    err = float(finite.max()) if finite.numel() else float("inf")
     return float(bad.float().mean()), err, err / max(scale, 1e-30)
+
+
+def _quantities(intermediates: list[tuple[str, torch.Tensor]], n: int):
+    """Every reference quantity with n elements: intermediates themselves, and their statistics."""
+    for name, r in intermediates:
+        if r.numel() == n:
+            yield name, r
+        elif r.numel() > n:
+            yield from ((label, q) for label, q in _statistics(name, r, n) if q.numel() == n)
+
+
+def _best_match(c: torch.Tensor, intermediates: list[tuple[str, torch.Tensor]], rtol: float) -> dict | None:
+    """The reference quantity closest to the buffer c (the first exact match, when there is one)."""
+    best = None
+    for label, q in _quantities(intermediates, c.numel()):
+        for suffix, cv, rv in _views(c, q):
+            frac, err, rel = _compare(cv, rv, rtol)
+            if best is None or (frac, rel) < (best["frac_wrong"], best["rel_err"]):
+                best = {"quantity": label + suffix, "frac_wrong": frac, "max_abs_err": err, "rel_err": rel}
+            if frac == 0.0:
+                return best
+    return best
 
 
 def localise(intermediates: list[tuple[str, torch.Tensor]], writes: list[dict], tensors: list) -> dict:
@@ -93,24 +114,7 @@ def localise(intermediates: list[tuple[str, torch.Tensor]], writes: list[dict], 
         c = t.to(torch.float64)
         low = t.dtype in (torch.float16, torch.bfloat16)
         rtol = 2e-2 if low else 2e-3
-        n = c.numel()
-        best = None
-        for name, r in intermediates:
-            sources = [(name, r)] if r.numel() == n else []
-            sources += list(_statistics(name, r, n)) if r.numel() > n else []
-            for label, q in sources:
-                if q.numel() != n:
-                    continue
-                for suffix, cv, rv in _views(c, q):
-                    frac, err, rel = _compare(cv, rv, rtol)
-                    if best is None or (frac, rel) < (best["frac_wrong"], best["rel_err"]):
-                        best = {"quantity": label + suffix, "frac_wrong": frac, "max_abs_err": err, "rel_err": rel}
-                    if frac == 0.0:
-                        break
-                if best is not None and best["frac_wrong"] == 0.0:
-                    break
-            if best is not None and best["frac_wrong"] == 0.0:
-                break
+        best = _best_match(c, intermediates, rtol)
         entry = {"launch": meta["launch"], "kernel": meta["kernel"], "arg": meta["arg"],
                  "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""), "writers": meta.get("writers")}
         if best is None:
@@ -121,11 +125,7 @@ def localise(intermediates: list[tuple[str, torch.Tensor]], writes: list[dict], 
         judged.append(entry)
     judged.sort(key=lambda e: (e["launch"], e["arg"]))
     first = next((e for e in judged if e["verdict"] == "departs"), None)
-    kernels = []
-    for e in judged:
-        if e["kernel"] not in kernels:
-            kernels.append(e["kernel"])
-    return {"buffers": judged, "kernels": kernels, "first_departing": first,
+    return {"buffers": judged, "kernels": list(dict.fromkeys(e["kernel"] for e in judged)), "first_departing": first,
             "summary": _summary(judged, first)}
 
 

@@ -18,9 +18,6 @@ from debugger.sandbox import channel
 from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, overlaps, written_by_launch
 
 
-LOCALISE_POISON = -7777.0
-
-
 def _error(e: BaseException, stage: str) -> dict:
     tb = traceback.format_exception(type(e), e, e.__traceback__)
     kind = "compile_error" if "CompilationError" in type(e).__name__ else "runtime_error"
@@ -227,10 +224,8 @@ class CandidateRole:
         if spec.get("call", 1) == 1 or self.pristine is None:
             self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
         xs = [inputs.clone_keeping_layout(x) for x in self.pristine]
-        capture = bool(spec.get("localise")) and spec.get("call", 1) == 1
-        # A finite poison while capturing, so that a NaN a kernel writes counts as written.
-        mode = PoisonAndRecord(LOCALISE_POISON if capture else float(spec.get("poison", "nan")))
-        self.recorder.reset(capture_writes=capture)
+        mode = PoisonAndRecord(float(spec.get("poison", "nan")))
+        self.recorder.reset(capture_writes=bool(spec.get("localise")) and spec.get("call", 1) == 1)
         self.recorder.active = True
         t0 = time.perf_counter()
         try:
