@@ -12,12 +12,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from debugger import trace
 from debugger.case import Case
 from debugger.records import CheckResult, ErrorSignature, EvalReport, OutputStats
 from debugger.sandbox import WorkerDied, WorkerTimeout, get_sandbox
 from debugger.sandbox.channel import blob_to_tensors
 
 SENTINEL_POISON = -7777.0  # second-run poison: elements equal to it were never written
+# Failing checks' tensors kept for diagnosis, per evaluation: the first always, more while under this
+# (a GPU-sized check is ~0.5 GB: float64 reference, inputs and two runs).
+CAPTURE_BUDGET_BYTES = 2 << 30
 
 
 def standard_checks() -> list[dict]:
@@ -55,6 +59,7 @@ class Evaluation:
     report: EvalReport
     artifacts: dict = field(default_factory=dict)  # check name -> {"reference", "native", "inputs", "runs"}
     observations: dict = field(default_factory=dict)  # check name -> candidate-side facts (ops, launches...)
+    captured_bytes: int = 0
 
 
 def _signature(report: EvalReport) -> ErrorSignature:
@@ -208,6 +213,8 @@ def sandbox_cache_dir():
 
 
 def _finish(ev: Evaluation, t_start: float) -> Evaluation:
+    if trace.enabled():
+        trace.record("evaluation", t_start, checks=[c.name for c in ev.report.checks], status=ev.report.status)
     report = ev.report
     if report.status == "pass" and not report.checks:
         report.status = "runtime_error"
@@ -277,7 +284,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
             check.message = "reference does not accept these inputs either"
         return None
     try:
-        ref_header, ref_blob = reference.request({"op": "run", "spec": dict(spec, capture=capture)}, timeout=timeout)
+        ref_header, _ = reference.request({"op": "run", "spec": dict(spec, capture=capture)}, timeout=timeout)
     except (WorkerTimeout, WorkerDied) as e:
         check.status, check.message = "skipped", f"reference failed: {e}"
         return "invalid_reference" if spec.get("kind") == "seed" else "dead"
@@ -333,9 +340,20 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
     ev.observations[check.name]["ops_second"] = second[0].get("ops")
     if spec.get("localise") and first[0].get("launch_writes"):
         ev.observations[check.name]["localisation"] = _localise(reference, candidate, timeout)
-    if capture and ref_blob is not None:
-        ref64, ref_inputs = blob_to_tensors(ref_blob)
-        ev.artifacts[check.name] = {"reference": ref64, "inputs": ref_inputs,
-                                    "runs": [blob_to_tensors(first[1]), blob_to_tensors(second[1])],
-                                    "spec": spec}
+    if capture and not check.passed and (not ev.artifacts or ev.captured_bytes < CAPTURE_BUDGET_BYTES):
+        _capture(check, spec, reference, first[1], second[1], ev, timeout)
     return None
+
+
+def _capture(check, spec, reference, run1, run2, ev: Evaluation, timeout: float) -> None:
+    """Keep a failing check's tensors (reference in float64, inputs, both runs) for diagnosis."""
+    try:
+        header, blob = reference.request({"op": "captured"}, timeout=timeout)
+    except (WorkerTimeout, WorkerDied):
+        return
+    if not header.get("ok") or blob is None:
+        return
+    ref64, ref_inputs = blob_to_tensors(blob)
+    ev.captured_bytes += len(blob) + len(run1 or b"") + len(run2 or b"")
+    ev.artifacts[check.name] = {"reference": ref64, "inputs": ref_inputs,
+                                "runs": [blob_to_tensors(run1), blob_to_tensors(run2)], "spec": spec}

@@ -6,7 +6,8 @@
 #       one `kdebug bench --no-timing` process per case, JOBS at a time on the one GPU; each repair is
 #       verified on fresh inputs and through the integrity gate. A case that runs out of its time limit
 #       is reported as such; the others keep their results. Writes OUT/merged.md and OUT/repairs.tar.gz
-#       (per-case JSON and the repaired sources).
+#       (per-case JSON and the repaired sources), and OUT/trace_summary.txt: where each case's time went
+#       (KDEBUG_TRACE; eval/trace_summary.py).
 #
 #   OUT=/tmp/gpu REPAIRS=DIR [CASES_LIST="a b c"] eval/gpu_parallel.sh time
 #       Time the reference, fixed.py and each repaired kernel (DIR/NAME.py, from repairs.tar.gz), one
@@ -40,7 +41,7 @@ repair)
   else mapfile -t CASES < <(ls -d eval/cases/*/ | xargs -n1 basename); fi
   work="$WORK"; mkdir -p "$work"
   printf '%s\n' "${CASES[@]}" | xargs -P "${JOBS:-16}" -I{} bash -c '
-    c="$1"; KDEBUG_DATA_DIR="$2/data-$c" timeout "$3" "$4" -m debugger.cli bench eval/cases --backend kb \
+    c="$1"; KDEBUG_DATA_DIR="$2/data-$c" KDEBUG_TRACE="$2/$c.trace.jsonl" timeout "$3" "$4" -m debugger.cli bench eval/cases --backend kb \
       --device cuda --scale gpu --no-timing --no-retrieval --no-write-back --max-iters "$5" --json \
       --out "$2/$c" --cases "$c" > "$2/$c.json" 2> "$2/$c.log"
     rc=$?; echo "$c rc=$rc"; [ $rc -eq 0 ] || echo "{\"per_case\": [{\"name\": \"$c\", \"status\": \"no result (rc=$rc)\", \"seconds\": null}]}" > "$2/$c.json"
@@ -48,7 +49,8 @@ repair)
   mkdir -p "$work/repairs"
   cp "$work"/*/repairs/* "$work/repairs/" 2>/dev/null
   "$PY" eval/merge_bench.py "$work"/*.json > "$OUT/merged.md"
-  tar -czf "$OUT/repairs.tar.gz" -C "$work" repairs $(cd "$work" && ls *.json *.log)
+  "$PY" eval/trace_summary.py "$work"/*.trace.jsonl > "$OUT/trace_summary.txt" 2>&1
+  tar -czf "$OUT/repairs.tar.gz" -C "$work" repairs $(cd "$work" && ls *.json *.log *.trace.jsonl)
   cat "$OUT/merged.md"
   ;;
 time)

@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import send_handle
 from pathlib import Path
 
+from debugger import trace
 from debugger.errors import SandboxError
 from debugger.sandbox import channel
 from debugger.sandbox.guard import scrubbed_env
@@ -56,12 +57,18 @@ class Worker:
         if self.dead:
             raise WorkerDied("worker already ended")
         timeout = self.sandbox.timeout if timeout is None else timeout
+        started = time.perf_counter()
         try:
             channel.send(self.conn, header, blob)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.kill()
             raise WorkerDied(self.death_message()) from None
-        return self.wait_reply(timeout)
+        reply = self.wait_reply(timeout)
+        if trace.enabled():
+            trace.record("request", started, role=self.role, op=header.get("op"),
+                         check=(header.get("spec") or {}).get("name"), sent_bytes=len(blob or b""),
+                         reply_bytes=len(reply[1] or b""))
+        return reply
 
     def wait_reply(self, timeout: float):
         deadline = time.monotonic() + timeout
@@ -76,7 +83,7 @@ class Worker:
                 ready = True
             if ready:
                 try:
-                    return channel.recv(self.conn)
+                    return channel.recv(self.conn, spill_root=self.scratch)
                 except (EOFError, OSError, ValueError):
                     self.kill()
                     raise WorkerDied(self.death_message()) from None
@@ -197,6 +204,7 @@ class Sandbox:
 
     def spawn(self, role: str, setup: dict) -> Worker:
         """Fork a fresh worker for `role` ('reference' | 'candidate') and wait for its setup reply."""
+        started = time.perf_counter()
         self.scratch_root.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f"{role[:3]}-", dir=self.scratch_root))
         parent, child = socket.socketpair()
@@ -215,6 +223,8 @@ class Sandbox:
                     if attempt:
                         raise SandboxError("sandbox zygote died while forking a worker") from None
         child.close()
+        if trace.enabled():
+            trace.record("spawn", started, role=role)
         return Worker(self, reply["pid"], Connection(parent.detach()), scratch, role)
 
     def exit_status(self, pid: int) -> str | None:

@@ -35,7 +35,7 @@ def _plain(t):
         t = t.detach()
         if type(t) is not torch.Tensor:
             t = t.as_subclass(torch.Tensor)
-        return t.to("cpu").clone()
+        return t.to("cpu") if t.device.type != "cpu" else t.clone()  # a copy either way, never a view
     if isinstance(t, (int, float, bool)) or t is None:
         return t
     return None
@@ -79,7 +79,8 @@ class ReferenceRole:
                 del m64, x64
             except Exception:  # some operators have no float64 kernel on this device
                 ref64 = [o.double() if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in native]
-        captured = [_plain(x) for x in xs] if spec.get("capture") else None
+        # Kept for a "captured" request: only failing checks are shipped to the parent.
+        self.pending_capture = (ref64, xs) if spec.get("capture") else None
         del xs
         self.native, self.ref64 = native, ref64
         self.dtypes = [o.dtype if isinstance(o, torch.Tensor) else None for o in native]
@@ -90,10 +91,15 @@ class ReferenceRole:
         header = {"ok": True, "n_outputs": len(native), "seconds": time.perf_counter() - t0,
                   "shapes": [list(o.shape) if isinstance(o, torch.Tensor) else None for o in native],
                   "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes]}
-        blob = None
-        if spec.get("capture"):
-            blob = channel.tensors_to_blob([[_plain(o) for o in ref64], captured])
-        return header, blob
+        return header, None
+
+    def captured(self) -> tuple[dict, bytes | None]:
+        """The last captured run's float64 outputs and inputs (for diagnosis)."""
+        if getattr(self, "pending_capture", None) is None:
+            return {"ok": False, "error": "the last run was not captured"}, None
+        ref64, xs = self.pending_capture
+        self.pending_capture = None
+        return {"ok": True}, channel.tensors_to_blob([[_plain(o) for o in ref64], [_plain(x) for x in xs]])
 
     @staticmethod
     def _native_error(native, ref64) -> float:
@@ -282,6 +288,7 @@ class CandidateRole:
 
 def serve(conn, role: str, setup: dict, scratch: Path) -> None:
     """The worker's request loop: one JSON request, one reply, until 'exit' or EOF."""
+    channel.spill_to(scratch / "blobs")
     try:
         worker = ReferenceRole(setup, scratch) if role == "reference" else CandidateRole(setup, scratch)
         if role == "candidate":
@@ -314,6 +321,8 @@ def serve(conn, role: str, setup: dict, scratch: Path) -> None:
                 reply, out_blob = worker.compare(header, blob)
             elif op == "sanity":
                 reply, out_blob = worker.sanity(header)
+            elif op == "captured" and role == "reference":
+                reply, out_blob = worker.captured()
             elif op == "localise" and role == "reference":
                 reply, out_blob = worker.localise(header, blob)
             elif op == "writes" and role == "candidate":
