@@ -126,7 +126,8 @@ class ReferenceRole:
 
     def compare(self, header: dict, blob: bytes) -> tuple[dict, None]:
         """Stats of one candidate run's outputs; run 2 also reports its drift from run 1."""
-        outs_now = channel.blob_to_tensors(blob)
+        # On the reference's device: GPU-sized comparisons (stats, drift) are slow on a shared host's CPUs.
+        outs_now = [o.to(self.device) if isinstance(o, torch.Tensor) else o for o in channel.blob_to_tensors(blob)]
         runs = [outs_now]
         atol, rtol = header.get("atol"), header.get("rtol")
         results = []
