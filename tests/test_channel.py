@@ -118,3 +118,46 @@ def test_a_spilled_blob_is_chunked_and_deleted_by_its_owner(tmp_path, monkeypatc
     paths = blob.paths
     del blob
     assert not any(Path(p).exists() for p in paths)
+
+
+def test_raw_tensors_round_trip_through_chunk_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(channel, "CHUNK_BYTES", 1000)
+    monkeypatch.setattr(channel, "SPILL_BYTES", 100)
+    monkeypatch.setattr(channel, "_spill_dir", None)
+    channel.spill_to(tmp_path / "blobs")
+    g = torch.Generator().manual_seed(0)
+    tree = [[torch.randn(37, 11, generator=g, dtype=torch.float64), None, 3.5],
+            [torch.randn(300, generator=g).to(torch.bfloat16), torch.randint(0, 9, (5, 7), generator=g),
+             torch.rand(64, generator=g) > 0.5, torch.tensor(2.0), torch.empty(0, 4)],
+            torch.randn(8, 9, generator=g).t()]  # a transposed view arrives with the same values
+    tx, rx = _pair()
+    channel.send(tx, {"ok": True}, channel.TensorBlob(tree))
+    _, blob = channel.recv(rx, spill_root=tmp_path)
+    assert blob.manifest is not None and len(blob.paths) > 3
+    assert all(Path(p).stat().st_size <= 1000 for p in blob.paths)
+    got = channel.blob_to_tensors(blob)
+    assert got[0][1] is None and got[0][2] == 3.5
+    flat_sent = [tree[0][0], *tree[1], tree[2]]
+    flat_got = [got[0][0], *got[1], got[2]]
+    for a, b in zip(flat_sent, flat_got):
+        assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    # A manifest whose sizes disagree with its shapes is refused, not read past.
+    bad = channel.SpilledBlob(blob.paths, blob.size, owner=False,
+                              manifest=[{"dtype": "float32", "shape": [10 ** 9], "nbytes": 8}])
+    with pytest.raises(ValueError, match="disagree"):
+        channel.blob_to_tensors(bad)
+    bad.manifest = [{"dtype": "object", "shape": [1], "nbytes": 8}]
+    with pytest.raises(ValueError, match="malformed"):
+        channel.blob_to_tensors(bad)
+
+
+def test_small_tensor_blobs_stay_on_the_socket(tmp_path, monkeypatch):
+    monkeypatch.setattr(channel, "_spill_dir", None)
+    channel.spill_to(tmp_path / "blobs")
+    tx, rx = _pair()
+    channel.send(tx, {"ok": True}, channel.TensorBlob([torch.arange(10.0), None]))
+    _, blob = channel.recv(rx, spill_root=tmp_path)
+    assert isinstance(blob, bytes)
+    got = channel.blob_to_tensors(blob)
+    assert torch.equal(got[0], torch.arange(10.0)) and got[1] is None
+    assert list((tmp_path / "blobs").iterdir()) == []

@@ -57,6 +57,24 @@ def test_error_map_whole_rows_and_periodic():
     assert "periodic_errors" in facts["symptoms"] and facts["period"] == 128
 
 
+def test_error_map_whole_rows_survive_a_few_nearly_right_rows():
+    # A per-channel scale read at the wrong channel (rows // C instead of rows % C), at a size with
+    # thousands of rows: a few wrong scales lie within tolerance of the right one on most elements.
+    g = torch.Generator().manual_seed(0)
+    n, channels, length = 61, 96, 257
+    x = torch.randn(n * channels, length, generator=g, dtype=torch.float64)
+    scale = torch.randn(channels, generator=g, dtype=torch.float64)
+    rows = torch.arange(n * channels)
+    right, wrong = x * scale[rows % channels, None], x * scale[rows // channels, None]
+    row_frac = ((wrong - right).abs() > 1e-4 + 1e-4 * right.abs()).double().mean(1)
+    assert bool(((row_frac > 0) & (row_frac < 0.9)).any())  # the partial rows the rule must tolerate
+    assert "whole_rows_wrong" in analyse_output(right, wrong.float(), None)["symptoms"]
+    # Errors scattered over every row are not whole rows.
+    scattered = right.clone()
+    scattered[rows, rows % length] += 1.0
+    assert "whole_rows_wrong" not in analyse_output(right, scattered.float(), None)["symptoms"]
+
+
 def test_error_map_magnitude_structure():
     r = _ref(12, 40)
     assert "constant_factor" in analyse_output(r, (r * 0.5).float(), None)["symptoms"]

@@ -98,6 +98,21 @@ def _summary(diag: Diagnosis, report) -> str:
     return text
 
 
+def _error_map(ref, run1, run2, case: Case, blocks, device: str) -> dict:
+    """errormap.analyse_output, on the GPU when the case runs there: a GPU-sized output takes tens of
+    seconds per map on a shared host's CPUs. Falls back to the CPU when the GPU cannot hold it."""
+    import torch
+
+    if device == "cuda" and torch.cuda.is_available() and isinstance(ref, torch.Tensor):
+        try:
+            return errormap.analyse_output(ref.to("cuda"), run1, run2, atol=case.atol, rtol=case.rtol,
+                                           block_sizes=blocks, device=device)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+    return errormap.analyse_output(ref, run1, run2, atol=case.atol, rtol=case.rtol, block_sizes=blocks,
+                                   device=device)
+
+
 def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, experiment_budget: int = 6,
              probes: bool = True, localise: bool = True, timeout: float = 120.0, evaluation=None) -> Diagnosis:
     """Evaluate (or reuse `evaluation`, a captured Evaluation), then localise and classify."""
@@ -123,8 +138,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
             run2 = runs[1][i] if len(runs) > 1 and i < len(runs[1]) else None
             if ref is None or run1 is None or not hasattr(ref, "shape"):
                 continue
-            maps.append({"output": i, **errormap.analyse_output(ref, run1, run2, atol=case.atol, rtol=case.rtol,
-                                                                block_sizes=blocks, device=device)})
+            maps.append({"output": i, **_error_map(ref, run1, run2, case, blocks, device)})
         diag.error_maps[name] = maps
     patches = propose_all(case.candidate_src)
     from debugger.backends.mutations import mutations

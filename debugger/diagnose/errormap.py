@@ -25,7 +25,7 @@ def _as_2d(t: torch.Tensor) -> torch.Tensor:
 def never_written_mask(run1: torch.Tensor, run2: torch.Tensor | None) -> torch.Tensor:
     """Elements still holding the poison: NaN on the first run and the sentinel on the second."""
     if not run1.is_floating_point():
-        return torch.zeros(run1.shape, dtype=torch.bool)
+        return torch.zeros(run1.shape, dtype=torch.bool, device=run1.device)
     nan1 = torch.isnan(run1)
     if run2 is None or run2.shape != run1.shape:
         return nan1
@@ -58,7 +58,7 @@ def _periodic(flat_wrong: torch.Tensor, periods) -> int | None:
         if blocks < max(2, 0.5 * (n // p)):
             continue
         full = n // p * p
-        pattern = torch.zeros(p, dtype=torch.bool)
+        pattern = torch.zeros(p, dtype=torch.bool, device=flat_wrong.device)
         pattern[offs] = True
         tiled = pattern.repeat(n // p)
         hit = int((flat_wrong[:full] & tiled).sum())
@@ -75,6 +75,13 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float, rtol: float) -> bool:
     return bool((~wrong_mask(a, b, atol, rtol)).float().mean() > 0.98)
 
 
+def _mostly_whole(frac: torch.Tensor) -> bool:
+    """Nearly every line (row or column) with an error is wrong nearly throughout. Not every one: on
+    thousands of rows, a wrong scale that happens to lie close to the right one leaves a partial row."""
+    touched = frac[frac > 0]
+    return bool(touched.numel()) and float((touched > 0.9).float().mean()) >= 0.95
+
+
 def analyse_output(ref: torch.Tensor, run1: torch.Tensor, run2: torch.Tensor | None, *, atol: float | None = None,
                    rtol: float | None = None, block_sizes=(), device: str = "cpu") -> dict:
     """Facts and symptom tags for one failing output."""
@@ -86,6 +93,9 @@ def analyse_output(ref: torch.Tensor, run1: torch.Tensor, run2: torch.Tensor | N
     da, dr = default_tolerance(run1.dtype, device)
     atol = da if atol is None else atol
     rtol = dr if rtol is None else rtol
+    if isinstance(run2, torch.Tensor):
+        run2 = run2.to(ref.device)
+    run1 = run1.to(ref.device)
     r = ref.double()
     c = run1.double()
     wrong = wrong_mask(c, r, atol, rtol)
@@ -130,10 +140,10 @@ def analyse_output(ref: torch.Tensor, run1: torch.Tensor, run2: torch.Tensor | N
     elif tail_cols is not None and wrong_rows >= max(1, rows // 2):
         tags.append("tail_block_wrong")
         facts["wrong_from_column"] = tail_cols
-    if rows > 1 and 0 < wrong_rows < rows and bool((row_frac[row_frac > 0] > 0.9).all()):
+    if rows > 1 and 0 < wrong_rows < rows and _mostly_whole(row_frac):
         tags.append("whole_rows_wrong")
         facts["wrong_row_ids"] = torch.nonzero(row_frac > 0).flatten()[:16].tolist()
-    if cols > 1 and 0 < wrong_cols < cols and bool((col_frac[col_frac > 0] > 0.9).all()) and rows > 1:
+    if cols > 1 and 0 < wrong_cols < cols and _mostly_whole(col_frac) and rows > 1:
         tags.append("whole_cols_wrong")
         facts["wrong_col_ids"] = torch.nonzero(col_frac > 0).flatten()[:16].tolist()
     if "all_wrong" not in tags and "tail_block_wrong" not in tags:

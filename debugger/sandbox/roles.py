@@ -93,13 +93,13 @@ class ReferenceRole:
                   "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes]}
         return header, None
 
-    def captured(self) -> tuple[dict, bytes | None]:
+    def captured(self) -> tuple[dict, channel.TensorBlob | None]:
         """The last captured run's float64 outputs and inputs (for diagnosis)."""
         if getattr(self, "pending_capture", None) is None:
             return {"ok": False, "error": "the last run was not captured"}, None
         ref64, xs = self.pending_capture
         self.pending_capture = None
-        return {"ok": True}, channel.tensors_to_blob([[_plain(o) for o in ref64], [_plain(x) for x in xs]])
+        return {"ok": True}, channel.TensorBlob([[_plain(o) for o in ref64], [_plain(x) for x in xs]])
 
     @staticmethod
     def _native_error(native, ref64) -> float:
@@ -220,7 +220,7 @@ class CandidateRole:
                     "error": "candidate does not define ModelNew"}
         return {"ok": True}
 
-    def run(self, spec: dict) -> tuple[dict, bytes | None]:
+    def run(self, spec: dict) -> tuple[dict, channel.TensorBlob | None]:
         key = _model_key(spec)
         try:
             if key not in self.models:
@@ -275,14 +275,14 @@ class CandidateRole:
                 info["probes"] = {"error": f"{type(e).__name__}: {e}"}
             for v in raw.values():
                 v.clear()
-        blob = channel.tensors_to_blob([_plain(o) for o in outs])
+        blob = channel.TensorBlob([_plain(o) for o in outs])
         del xs, out, outs
         return info, blob
 
-    def writes(self) -> tuple[dict, bytes | None]:
+    def writes(self) -> tuple[dict, channel.TensorBlob | None]:
         """What each launch of the last localising run wrote: metadata and the buffers' contents."""
         meta = [{k: w[k] for k in ("launch", "kernel", "arg", "writers")} for w in self.last_writes]
-        blob = channel.tensors_to_blob([_plain(w["tensor"]) for w in self.last_writes])
+        blob = channel.TensorBlob([_plain(w["tensor"]) for w in self.last_writes])
         self.last_writes = []
         return {"ok": True, "writes": meta}, blob
 
