@@ -20,7 +20,7 @@ from debugger.sandbox.channel import blob_to_tensors
 
 SENTINEL_POISON = -7777.0  # second-run poison: elements equal to it were never written
 # Failing checks' tensors kept for diagnosis, per evaluation: the first always, more while under this
-# (a GPU-sized check is ~0.5 GB: float64 reference, inputs and two runs; diagnosis maps them on the CPU).
+# (a GPU-sized check is ~0.5 GB: float64 reference, inputs and two runs; diagnosis maps each one).
 CAPTURE_BUDGET_BYTES = 1 << 30
 
 

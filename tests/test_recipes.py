@@ -22,6 +22,7 @@ from debugger.recipes import RECIPES, Patch, get
 from debugger.recipes.syntax import parses
 
 DATA = Path(__file__).parent / "data" / "recipes"
+REPO = Path(__file__).resolve().parents[1]
 CHECK = DATA / "_check.py"
 
 # case folder -> (recipe id, tolerances for the evaluation when the per-dtype defaults do not fit)
@@ -227,3 +228,14 @@ def test_diagnosis_unlocks_speculative_alternatives():
     forced = get("swap_strides").propose(src, {"bug_class": "stride_layout"})
     assert forced and all(parses(p.new_src) for p in forced)
     assert {p.recipe for p in recipes.propose_all(src, bug_classes=["stride_layout"])} >= {"swap_strides"}
+
+
+def test_segment_bound_moves_the_segment_start_across_the_comparison():
+    # `start + offs_j < num_indices` becomes `offs_j < end - start` (the hand fix's form and its PTX),
+    # not `start + offs_j < end`.
+    src = (REPO / "eval/cases/mask_missing__embedding_bag_sum__c/candidate.py").read_text()
+    patches = [p for p in get("fix_mask_bound").propose(src) if "segment" in p.description]
+    assert patches
+    new = patches[0].new_src
+    assert "j_mask = offs_j < end - start" in new
+    assert new.replace("j_mask = offs_j < end - start", "j_mask = start + offs_j < num_indices") == src
