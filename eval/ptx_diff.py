@@ -2,8 +2,9 @@
 
     python eval/ptx_diff.py A.py B.py --kernel NAME --types 'x_ptr=*fp32,n=i32' --const BLOCK=64 [--arch 90]
 
-Compiles NAME from each file to PTX for sm_ARCH (generating PTX needs no GPU), and prints each version's PTX line count and 64-bit register count, and how many lines differ
-once debug locations and parameter numbering are set aside. Arguments not named in --types default to
+Compiles NAME from each file to PTX for sm_ARCH (generating PTX needs no GPU), and prints each
+version's PTX line count and 64-bit register count, and how many lines differ once debug information
+and parameter numbering are set aside. Arguments not named in --types default to
 *fp32 for names ending in _ptr and i32 otherwise. Used to check that a repair compiles to the hand
 fix's code (eval/RESULTS.md).
 """
