@@ -63,10 +63,10 @@ class SpilledBlob:
     def __len__(self) -> int:
         return self.size
 
-    def read(self) -> bytes:
+    def read(self) -> bytearray:
         out = bytearray(self.size)
         _ChunkReader(self.paths).readinto(memoryview(out))
-        return bytes(out)
+        return out
 
     def __del__(self):
         if self.owner:
@@ -208,7 +208,7 @@ def recv(conn: Connection, spill_root: Path | None = None) -> tuple[dict, bytes 
     return header, blob
 
 
-def blob_bytes(blob: bytes | SpilledBlob) -> bytes:
+def blob_bytes(blob: bytes | SpilledBlob) -> bytes | bytearray:
     return blob.read() if isinstance(blob, SpilledBlob) else blob
 
 
