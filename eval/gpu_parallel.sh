@@ -41,7 +41,8 @@ repair)
   else mapfile -t CASES < <(ls -d eval/cases/*/ | xargs -n1 basename); fi
   work="$WORK"; mkdir -p "$work"
   # A warm machine keeps WORK between commands: drop the previous batch's results (not its caches).
-  rm -rf "$work"/*.json "$work"/*.log "$work"/*.trace.jsonl "$work"/repairs
+  rm -f "$work"/*.json "$work"/*.log "$work"/*.trace.jsonl
+  find "$work" -mindepth 1 -maxdepth 1 -type d ! -name 'data-*' -exec rm -rf {} +
   printf '%s\n' "${CASES[@]}" | xargs -P "${JOBS:-16}" -I{} bash -c '
     c="$1"; KDEBUG_DATA_DIR="$2/data-$c" KDEBUG_TRACE="$2/$c.trace.jsonl" timeout "$3" "$4" -m debugger.cli bench eval/cases --backend kb \
       --device cuda --scale gpu --no-timing --no-retrieval --no-write-back --max-iters "$5" --json \
