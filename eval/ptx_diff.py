@@ -6,20 +6,35 @@ Compiles NAME from each file to PTX for sm_ARCH (generating PTX needs no GPU), a
 version's PTX line count and 64-bit register count, and how many lines differ once debug information
 and parameter numbering are set aside. Arguments not named in --types default to
 *fp32 for names ending in _ptr and i32 otherwise. Used to check that a repair compiles to the hand
-fix's code (eval/RESULTS.md).
+fix's code (eval/RESULTS.md). Only the kernel's own definition is executed, never the rest of a
+candidate's file; a kernel that calls other @jit helpers of its file is not supported.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import importlib.util
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 
-def _kernel(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(f"ptx_diff_{abs(hash(path))}", path)
+def _kernel(path: str, name: str, folder: Path):
+    """The @triton.jit function NAME, loaded from a file that holds only it and the triton imports: the
+    rest of the candidate's module (untrusted code) is never run here."""
+    source = Path(path).read_text()
+    tree = ast.parse(source)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    if not defs:
+        raise SystemExit(f"ptx_diff: {path} has no top-level function {name}")
+    node = defs[0]
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    body = "\n".join(source.splitlines()[start - 1:node.end_lineno])
+    only = folder / f"kernel_{abs(hash(path))}.py"
+    only.write_text("import triton\nimport triton.language as tl\n\n\n" + body + "\n")
+    spec = importlib.util.spec_from_file_location(only.stem, only)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, name)
@@ -30,7 +45,7 @@ def ptx(path: str, name: str, types: dict, consts: dict, arch: int) -> str:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    fn = _kernel(path, name)
+    fn = _kernel(path, name, Path(tempfile.mkdtemp(prefix="ptx-diff-")))
     sig = {}
     for arg in fn.arg_names:
         if arg in consts:

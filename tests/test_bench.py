@@ -208,3 +208,27 @@ def test_regenerate_baseline_through_the_replay_server(tmp_path):
     case = s["per_case"][0]
     assert [x["status"] for x in case["sample_results"]] == ["verified", "mismatch"]
     assert len(prompts) == 2 and "class Model" in prompts[0] and "mul_kernel" not in prompts[0]  # reference only
+
+
+def test_ptx_diff_tells_the_hand_fixs_code_from_a_longer_equivalent(tmp_path):
+    # No GPU needed: both versions compile to sm_90 PTX. The embedding bag's fix against the same kernel
+    # with the mask written `start + offs_j < end` (equivalent values, more 64-bit arithmetic).
+    fixed = REPO / "eval/cases/mask_missing__embedding_bag_sum__c/fixed.py"
+    longer = tmp_path / "longer.py"
+    longer.write_text(fixed.read_text().replace("j_mask = offs_j < end - start", "j_mask = start + offs_j < end"))
+    assert longer.read_text() != fixed.read_text()
+    args = ["--kernel", "embedding_bag_sum_kernel", "--types", "idx_ptr=*i64,bounds_ptr=*i64",
+            "--const", "BLOCK_BAG=64", "--const", "BLOCK_D=64"]
+
+    def run(b):
+        out = subprocess.run([sys.executable, "eval/ptx_diff.py", str(fixed), str(b), *args], cwd=REPO,
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "TRITON_DEFAULT_FP_FUSION": "1"})
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout
+
+    assert run(fixed).strip().endswith("lines that differ: 0")
+    lines = run(longer).splitlines()
+    differ = int(lines[-1].rsplit(" ", 1)[1])
+    counts = [int(l.split(": ")[1].split()[0]) for l in lines[:2]]
+    assert differ > 100 and counts[1] > counts[0]
