@@ -232,3 +232,32 @@ def test_ptx_diff_tells_the_hand_fixs_code_from_a_longer_equivalent(tmp_path):
     differ = int(lines[-1].rsplit(" ", 1)[1])
     counts = [int(l.split(": ")[1].split()[0]) for l in lines[:2]]
     assert differ > 100 and counts[1] > counts[0]
+
+
+def test_timing_rounds_interleave_in_rotating_order_and_report_their_spread(monkeypatch):
+    from debugger.bench import fixed_timing, timing
+
+    order = []
+    fake_ms = {"reference": [2.0, 2.0, 2.0], "fixed": [1.0, 1.2, 1.0], "repaired": [1.0, 1.0, 1.5]}
+
+    def bench(fn, warmup_ms, rep_ms):
+        name = fn()
+        order.append(name)
+        return fake_ms[name][sum(1 for n in order if n == name) - 1]
+
+    monkeypatch.setattr(timing, "_bench_ms", bench)
+    calls = {n: (lambda n=n: n) for n in fake_ms}
+    times = timing._time_rounds(calls, 3, 1, 1)
+    assert order == ["reference", "fixed", "repaired", "fixed", "repaired", "reference", "repaired", "reference", "fixed"]
+    entry = {}
+    timing._summarise(entry, times["repaired"])
+    assert entry["ms"] == 1.0 and entry["ms_rounds"] == [1.0, 1.0, 1.5] and entry["spread"] == pytest.approx(0.5)
+
+    # 0.84x with 20% round-to-round spread is noise; 0.84x with 5% is a slower kernel.
+    noisy = {"name": "a", "speedup_vs_fixed": 0.84, "spread": {"fixed": 0.2, "repaired": 0.03}}
+    steady = {"name": "b", "speedup_vs_fixed": 0.84, "spread": {"fixed": 0.05, "repaired": 0.03}}
+    assert not fixed_timing._slower_beyond_noise(noisy)
+    assert fixed_timing._slower_beyond_noise(steady)
+    result = fixed_timing._result({}, "gpu", [{**noisy, "repaired_ms": 1.0}, {**steady, "repaired_ms": 1.0}])
+    assert result["repaired_slower_beyond_noise"] == ["b"]
+    assert "| 20% |" in fixed_timing.markdown(result)

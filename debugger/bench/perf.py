@@ -59,7 +59,7 @@ def case_timing(reference_src: str, implementations: dict[str, str], ceilings: d
     if not raw.get("ok"):
         return {"error": raw.get("error", "timing failed"), "stderr_tail": raw.get("stderr_tail", "")}
     out = {"device": raw.get("device"), "bytes_moved": raw.get("bytes_moved"), "flops": raw.get("flops"),
-           "peak_bytes": {}, "max_abs_err": {}, "roofline": {}, "bandwidth_fraction": {}, "errors": {}}
+           "peak_bytes": {}, "max_abs_err": {}, "roofline": {}, "bandwidth_fraction": {}, "spread": {}, "errors": {}}
     copy_bw = _num(ceilings.get("copy_bytes_per_s"))
     mm = _num(ceilings.get("matmul_flops_per_s"))
     floor_s = None
@@ -75,6 +75,7 @@ def case_timing(reference_src: str, implementations: dict[str, str], ceilings: d
         ms = _num(entry.get("ms"))
         out[f"{name}_ms"] = ms
         out["peak_bytes"][name] = entry.get("peak_bytes")
+        out["spread"][name] = entry.get("spread")
         if name != "reference":
             out["max_abs_err"][name] = entry.get("max_abs_err")
         if ms:

@@ -6,10 +6,13 @@ SPEC is a JSON object, or the path of a file holding one:
         -> {"ok", "device", "copy_bytes_per_s", "matmul_flops_per_s"}: a large device-to-device copy
            (bytes read + written per second) and a large float32 matmul with tf32 allowed.
     {"op": "time", "reference_src": ..., "implementations": {"fixed": SRC, "repaired": SRC},
-     "seed": 0, "warmup_ms": 25, "rep_ms": 100}
-        -> {"ok", "device", "bytes_moved", "flops", "reference": {...}, "fixed": {...}, ...}, each entry
-           {"ms" (median of do_bench), "peak_bytes" (allocated by one forward), "max_abs_err" vs the reference
-           (unwritten output elements read as NaN)} or {"error"}.
+     "seed": 0, "warmup_ms": 25, "rep_ms": 100, "rounds": 5}
+        -> {"ok", "device", "bytes_moved", "flops", "rounds", "reference": {...}, "fixed": {...}, ...},
+           each entry {"ms" (median over the rounds of do_bench's median), "ms_rounds", "spread" ((slowest
+           - fastest round) / ms: the noise a difference between implementations must exceed),
+           "peak_bytes" (allocated by one forward), "max_abs_err" vs the reference (unwritten output
+           elements read as NaN)} or {"error"}. The rounds interleave the implementations in a rotating
+           order, so that no one of them alone meets a slow moment of the machine.
 
 Inputs are drawn on the device from the reference's get_inputs() under the seed, afresh for every
 implementation; ModelNew gets the reference's parameters where state_dict keys match (as in the
@@ -18,6 +21,7 @@ harness). The bench process never imports a candidate: it only reads this line.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import tempfile
 import traceback
@@ -25,6 +29,7 @@ from pathlib import Path
 
 COPY_BYTES = 1 << 30
 MATMUL_N = 8192
+ROUNDS = 5  # interleaved timing rounds per case (METHOD: time each version more than once)
 
 
 def _load_spec(arg: str) -> dict:
@@ -93,7 +98,8 @@ def _poison_freed_outputs(reference, inputs) -> None:
     torch.cuda.synchronize()
 
 
-def _measure(model, ref_module, seed: int, warmup_ms: float, rep_ms: float, ref_outs=None, reference=None) -> dict:
+def _prepare(model, ref_module, seed: int, ref_outs=None, reference=None) -> tuple[dict, object]:
+    """One implementation's error and peak memory on its own fresh inputs, and the call to time."""
     import torch
 
     from debugger.inputs import draw_inputs, flatten_outputs
@@ -112,8 +118,28 @@ def _measure(model, ref_module, seed: int, warmup_ms: float, rep_ms: float, ref_
         torch.cuda.synchronize()
         entry["peak_bytes"] = int(torch.cuda.max_memory_allocated() - base)
         del out
-        entry["ms"] = _bench_ms(lambda: model(*inputs), warmup_ms, rep_ms)
-    return entry
+    return entry, lambda: model(*inputs)
+
+
+def _time_rounds(calls: dict, rounds: int, warmup_ms: float, rep_ms: float) -> dict[str, list[float]]:
+    """Median times of each call over `rounds` interleaved rounds, the order rotated every round, so
+    that a slow moment of the host or the GPU falls on every implementation alike, not on one."""
+    import torch
+
+    names = list(calls)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    with torch.no_grad():
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                times[name].append(_bench_ms(calls[name], warmup_ms, rep_ms))
+    return times
+
+
+def _summarise(entry: dict, times: list[float]) -> None:
+    mid = statistics.median(times)
+    entry["ms"] = mid
+    entry["ms_rounds"] = times
+    entry["spread"] = (max(times) - min(times)) / mid if mid else None
 
 
 def time_case(spec: dict) -> dict:
@@ -124,6 +150,7 @@ def time_case(spec: dict) -> dict:
     from debugger.inputs import build_candidate, build_reference, draw_inputs, flatten_outputs, load_module
 
     seed, warmup, rep = spec.get("seed", 0), spec.get("warmup_ms", 25), spec.get("rep_ms", 100)
+    rounds = max(1, int(spec.get("rounds", ROUNDS)))
     folder = Path(tempfile.mkdtemp(prefix="kdebug-timing-"))
     ref_module = load_module(spec["reference_src"], folder, "bench_reference")
     reference = build_reference(ref_module, {"init_seed": 0}, "cuda")
@@ -134,19 +161,21 @@ def time_case(spec: dict) -> dict:
     state = list(reference.state_dict().values())
     moved = sum(t.numel() * t.element_size() for t in _tensors(inputs) + _tensors(ref_outs) + _tensors(state))
     result = {"ok": True, "device": torch.cuda.get_device_name(), "bytes_moved": int(moved),
-              "flops": int(counter.get_total_flops())}
+              "flops": int(counter.get_total_flops()), "rounds": rounds}
     del inputs
-    result["reference"] = _measure(reference, ref_module, seed, warmup, rep)
+    calls = {}
+    result["reference"], calls["reference"] = _prepare(reference, ref_module, seed)
     for i, (name, src) in enumerate((spec.get("implementations") or {}).items()):
         try:
             module = load_module(src, folder, f"bench_impl_{i}")
             model = build_candidate(ref_module, module, {"init_seed": 0}, "cuda")
-            result[name] = _measure(model, ref_module, seed, warmup, rep, ref_outs, reference)
-            del model
+            result[name], calls[name] = _prepare(model, ref_module, seed, ref_outs, reference)
         except Exception as e:  # noqa: BLE001 - one implementation's failure is that entry's result
             result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}",
                             "traceback": traceback.format_exc()[-1500:]}
-        torch.cuda.empty_cache()
+            torch.cuda.empty_cache()
+    for name, times in _time_rounds(calls, rounds, warmup, rep).items():
+        _summarise(result[name], times)
     return result
 
 
