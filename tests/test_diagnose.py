@@ -130,6 +130,28 @@ def test_experiments_confirm_the_class():
     assert "numerical_overflow" in diag.summary
 
 
+def test_a_small_experiment_budget_tries_each_recipe_before_a_second_variant():
+    # Five axis swaps of one recipe come first in this kernel; the rows // C -> rows % C index fix
+    # must still be among the first two experiments.
+    diag = diagnose(_case("broadcast_axis__silu_channel_scale"), experiment_budget=2, probes=False)
+    assert [e["recipe"] for e in diag.experiments] == ["mutate_broadcast_axis", "mutate_index_arithmetic"]
+    assert diag.experiments[-1]["result"] == "fixed"
+    assert diag.hypotheses[0]["bug_class"] == "broadcast_axis"
+
+
+def test_the_kb_backend_ranks_a_different_recipe_before_a_recipes_fifth_variant():
+    from debugger.backends.kb import KBBackend
+    from debugger.backends.ranking import RecipeRanker
+
+    src = (CASES / "broadcast_axis__silu_channel_scale" / "candidate.py").read_text()
+    # The first diagnosis of this kernel at its CPU size, before experiments: a weak wrong class.
+    diagnosis = {"hypotheses": [{"bug_class": "activation_formula", "confidence": 0.14, "lines": [18]}]}
+    proposals = KBBackend(ranker=RecipeRanker()).propose(src, diagnosis, {}, {})
+    recipes = [p.recipe for p in proposals]
+    assert recipes.count("mutate_broadcast_axis") == 5
+    assert "mutate_index_arithmetic" in recipes[:3]
+
+
 def test_a_passing_candidate_is_reported_as_passing():
     case = load_case(CASES / "mask_missing__sum_rows" / "fixed.py", CASES / "mask_missing__sum_rows" / "reference.py")
     diag = diagnose(case)

@@ -18,6 +18,7 @@ EXPERIMENT_BETTER = 5.0
 RETRIEVED_WEIGHT = 3.0
 SITE_MATCH = 1.0
 LOCALISED = 1.5  # edits inside the kernel that departs first (multi-kernel candidates)
+SIBLING = 0.5  # less for each better-ranked patch of the same recipe: try other recipes before a fifth sibling
 
 
 class KBBackend:
@@ -90,7 +91,19 @@ class KBBackend:
                                       recipe=patch.recipe, bug_class=patch.bug_class, sites=list(patch.sites),
                                       score=score))
         proposals.sort(key=lambda p: -p.score)
-        return proposals
+        return _spread_siblings(proposals)
+
+
+def _spread_siblings(proposals: list[Proposal]) -> list[Proposal]:
+    """Lower the k-th patch of each recipe by k * SIBLING, so that one recipe's many equal-scored
+    variants (five axis swaps in one kernel) do not use up the iterations before a different recipe
+    of the same class is tried. Expects proposals sorted best first; returns them re-sorted."""
+    seen: dict[str, int] = {}
+    for p in proposals:
+        k = seen.get(p.recipe, 0)
+        seen[p.recipe] = k + 1
+        p.score -= SIBLING * k
+    return sorted(proposals, key=lambda p: -p.score)
 
 
 def _localised(sites: list[int], target: list[int] | None, matched: list[list[int]]) -> int:

@@ -22,7 +22,15 @@ def run_experiments(case: Case, report, patches: list, order: list[str], *, devi
         return []
     baseline = len(specs)
     rank = {cls: i for i, cls in enumerate(order)}
-    queue = sorted(patches, key=lambda p: rank.get(p.bug_class, len(rank)))
+    # Within a class, the first patch of every recipe before any recipe's second: a budget of three
+    # must not go to three variants of one recipe.
+    nth: dict[str, int] = {}
+    sibling = []
+    for p in patches:
+        sibling.append(nth.get(p.recipe, 0))
+        nth[p.recipe] = sibling[-1] + 1
+    queue = [p for _, _, p in sorted(zip((rank.get(p.bug_class, len(rank)) for p in patches), sibling, patches),
+                                     key=lambda t: (t[0], t[1]))]
     results = []
     seen = set()
     for patch in queue:
