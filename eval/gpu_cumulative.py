@@ -3,7 +3,8 @@
 DIR holds the batches' outputs as eval/gpu_parallel.sh writes them, renamed runN_repairs*.md (its
 merged.md) and runN_timing.json (its fixed_vs_reference.json). For each case the latest batch that
 ran it wins: its repair status on the GPU, and its repaired kernel's time against fixed.py and the
-PyTorch reference. Cases never run on the GPU are listed as such.
+PyTorch reference (with the round-to-round spread where the batch timed in interleaved rounds).
+Cases never run on the GPU are listed as such.
 """
 from __future__ import annotations
 
@@ -54,14 +55,16 @@ def table(folder: Path) -> str:
            f"integrity gate passed): {len(repaired)}",
            f"- repaired kernels timed: {len(timed)}; within 10% of fixed.py's speed (or faster): {len(within)}",
            "", "| case | GPU repair | iterations | seconds | repaired ms | fixed ms | reference ms | "
-               "repaired vs fixed | from |", "|---|---|---|---|---|---|---|---|---|"]
+               "repaired vs fixed | spread | from |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in cases:
         r, t = reps.get(c), times.get(c, {})
         rel = (f"{t['fixed_ms'] / t['repaired_ms']:.2f}" if t.get("repaired_ms") else "-")
+        spreads = [v for k, v in (t.get("spread") or {}).items() if k in ("fixed", "repaired") and v is not None]
+        spread = f"{max(spreads):.0%}" if spreads else "-"
         src = ", ".join(x for x in ((r or {}).get("run"), t.get("run")) if x)
         out.append(f"| {c} | {r['status'] if r else 'not run'} | {r['iterations'] if r else '-'} | "
                    f"{r['seconds'] if r else '-'} | {_ms(t.get('repaired_ms'))} | {_ms(t.get('fixed_ms'))} | "
-                   f"{_ms(t.get('reference_ms'))} | {rel} | {src} |")
+                   f"{_ms(t.get('reference_ms'))} | {rel} | {spread} | {src} |")
     return "\n".join(out) + "\n"
 
 
