@@ -247,11 +247,18 @@ def test_timing_rounds_interleave_in_rotating_order_and_report_their_spread(monk
 
     monkeypatch.setattr(timing, "_bench_ms", bench)
     calls = {n: (lambda n=n: n) for n in fake_ms}
-    times = timing._time_rounds(calls, 3, 1, 1)
+    times, errors = timing._time_rounds(calls, 3, 1, 1)
+    assert not errors
     assert order == ["reference", "fixed", "repaired", "fixed", "repaired", "reference", "repaired", "reference", "fixed"]
     entry = {}
     timing._summarise(entry, times["repaired"])
     assert entry["ms"] == 1.0 and entry["ms_rounds"] == [1.0, 1.0, 1.5] and entry["spread"] == pytest.approx(0.5)
+
+    def crash():
+        raise RuntimeError("illegal memory access")
+    monkeypatch.setattr(timing, "_bench_ms", lambda fn, warmup_ms, rep_ms: (fn(), 1.0)[1])
+    times, errors = timing._time_rounds({"fixed": lambda: "fixed", "repaired": crash}, 3, 1, 1)
+    assert list(times) == ["fixed"] and "illegal memory access" in errors["repaired"]
 
     # 0.84x with 20% round-to-round spread is noise; 0.84x with 5% is a slower kernel.
     noisy = {"name": "a", "speedup_vs_fixed": 0.84, "spread": {"fixed": 0.2, "repaired": 0.03}}

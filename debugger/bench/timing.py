@@ -121,18 +121,25 @@ def _prepare(model, ref_module, seed: int, ref_outs=None, reference=None) -> tup
     return entry, lambda: model(*inputs)
 
 
-def _time_rounds(calls: dict, rounds: int, warmup_ms: float, rep_ms: float) -> dict[str, list[float]]:
+def _time_rounds(calls: dict, rounds: int, warmup_ms: float, rep_ms: float) -> tuple[dict, dict]:
     """Median times of each call over `rounds` interleaved rounds, the order rotated every round, so
-    that a slow moment of the host or the GPU falls on every implementation alike, not on one."""
+    that a slow moment of the host or the GPU falls on every implementation alike, not on one.
+    Returns ({name: [ms per round]}, {name: error}); a call that raises is dropped from later rounds."""
     import torch
 
     names = list(calls)
     times: dict[str, list[float]] = {n: [] for n in names}
+    errors: dict[str, str] = {}
     with torch.no_grad():
         for r in range(rounds):
             for name in names[r % len(names):] + names[:r % len(names)]:
-                times[name].append(_bench_ms(calls[name], warmup_ms, rep_ms))
-    return times
+                if name in errors:
+                    continue
+                try:
+                    times[name].append(_bench_ms(calls[name], warmup_ms, rep_ms))
+                except Exception as e:  # noqa: BLE001 - that implementation's result, not the case's
+                    errors[name] = f"{type(e).__name__}: {str(e)[:300]}"
+    return {n: t for n, t in times.items() if n not in errors}, errors
 
 
 def _summarise(entry: dict, times: list[float]) -> None:
@@ -174,8 +181,11 @@ def time_case(spec: dict) -> dict:
             result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}",
                             "traceback": traceback.format_exc()[-1500:]}
             torch.cuda.empty_cache()
-    for name, times in _time_rounds(calls, rounds, warmup, rep).items():
-        _summarise(result[name], times)
+    times, errors = _time_rounds(calls, rounds, warmup, rep)
+    for name, ms in times.items():
+        _summarise(result[name], ms)
+    for name, error in errors.items():
+        result[name] = {"error": error}
     return result
 
 

@@ -25,12 +25,11 @@ def run_experiments(case: Case, report, patches: list, order: list[str], *, devi
     # Within a class, the first patch of every recipe before any recipe's second: a budget of three
     # must not go to three variants of one recipe.
     nth: dict[str, int] = {}
-    sibling = []
-    for p in patches:
-        sibling.append(nth.get(p.recipe, 0))
-        nth[p.recipe] = sibling[-1] + 1
-    queue = [p for _, _, p in sorted(zip((rank.get(p.bug_class, len(rank)) for p in patches), sibling, patches),
-                                     key=lambda t: (t[0], t[1]))]
+    keys = []
+    for i, p in enumerate(patches):
+        keys.append((rank.get(p.bug_class, len(rank)), nth.get(p.recipe, 0), i))
+        nth[p.recipe] = keys[-1][1] + 1
+    queue = [patches[i] for *_, i in sorted(keys)]
     results = []
     seen = set()
     for patch in queue:
