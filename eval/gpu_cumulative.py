@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from debugger.bench.fixed_timing import timing_noise
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -59,8 +61,8 @@ def table(folder: Path) -> str:
     for c in cases:
         r, t = reps.get(c), times.get(c, {})
         rel = (f"{t['fixed_ms'] / t['repaired_ms']:.2f}" if t.get("repaired_ms") else "-")
-        spreads = [v for k, v in (t.get("spread") or {}).items() if k in ("fixed", "repaired") and v is not None]
-        spread = f"{max(spreads):.0%}" if spreads else "-"
+        noise = timing_noise(t)
+        spread = "-" if noise is None else f"{noise:.0%}"
         src = ", ".join(x for x in ((r or {}).get("run"), t.get("run")) if x)
         out.append(f"| {c} | {r['status'] if r else 'not run'} | {r['iterations'] if r else '-'} | "
                    f"{r['seconds'] if r else '-'} | {_ms(t.get('repaired_ms'))} | {_ms(t.get('fixed_ms'))} | "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from debugger.backends.base import Proposal
 from debugger.backends.mutations import mutations
 from debugger.backends.ranking import RecipeRanker, diagnosis_features
-from debugger.recipes import propose_all
+from debugger.recipes import propose_all, sibling_ranks
 
 CLASS_WEIGHT = 6.0
 EXPERIMENT_FIXED = 50.0
@@ -98,10 +98,7 @@ def _spread_siblings(proposals: list[Proposal]) -> list[Proposal]:
     """Lower the k-th patch of each recipe by k * SIBLING, so that one recipe's many equal-scored
     variants (five axis swaps in one kernel) do not use up the iterations before a different recipe
     of the same class is tried. Expects proposals sorted best first; returns them re-sorted."""
-    seen: dict[str, int] = {}
-    for p in proposals:
-        k = seen.get(p.recipe, 0)
-        seen[p.recipe] = k + 1
+    for p, k in zip(proposals, sibling_ranks(proposals)):
         p.score -= SIBLING * k
     return sorted(proposals, key=lambda p: -p.score)
 

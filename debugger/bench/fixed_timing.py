@@ -85,7 +85,7 @@ def _result(ceilings: dict, scale: str | None, rows: list[dict]) -> dict:
             "per_case": rows}
 
 
-def _noise(row: dict) -> float | None:
+def timing_noise(row: dict) -> float | None:
     """The larger of fixed.py's and the repair's round-to-round spread (a fraction of their time)."""
     spreads = [v for k, v in (row.get("spread") or {}).items() if k in ("fixed", "repaired") and isinstance(v, (int, float))]
     return max(spreads) if spreads else None
@@ -94,7 +94,7 @@ def _noise(row: dict) -> float | None:
 def _slower_beyond_noise(row: dict) -> bool:
     """Slower than fixed.py by more than 10% and by more than the two timings' own spread."""
     speed = row.get("speedup_vs_fixed") or 0
-    return speed < 0.9 and (1 / speed - 1 if speed else float("inf")) > (_noise(row) or 0)
+    return speed < 0.9 and (1 / speed - 1 if speed else float("inf")) > (timing_noise(row) or 0)
 
 
 def markdown(result: dict) -> str:
@@ -117,7 +117,7 @@ def markdown(result: dict) -> str:
         errs = r.get("max_abs_err") or {}
         cells = [r["name"], r.get("operator") or "-", f(r.get("reference_ms"), ".4f"), f(r.get("fixed_ms"), ".4f"),
                  f(r.get("repaired_ms"), ".4f"), f(r.get("fixed_speedup_vs_reference"), ".2f"),
-                 f(r.get("speedup_vs_fixed"), ".2f"), f(_noise(r), ".0%"), f((r.get("roofline") or {}).get("fixed"), ".2f"),
+                 f(r.get("speedup_vs_fixed"), ".2f"), f(timing_noise(r), ".0%"), f((r.get("roofline") or {}).get("fixed"), ".2f"),
                  f"{f(errs.get('fixed'), '.1e')} / {f(errs.get('repaired'), '.1e')}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

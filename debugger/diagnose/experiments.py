@@ -7,6 +7,7 @@ from __future__ import annotations
 from debugger.backends.base import source_hash
 from debugger.case import Case
 from debugger.evaluate import evaluate
+from debugger.recipes import sibling_ranks
 
 
 def failing_specs(report) -> list[dict]:
@@ -24,12 +25,8 @@ def run_experiments(case: Case, report, patches: list, order: list[str], *, devi
     rank = {cls: i for i, cls in enumerate(order)}
     # Within a class, the first patch of every recipe before any recipe's second: a budget of three
     # must not go to three variants of one recipe.
-    nth: dict[str, int] = {}
-    keys = []
-    for i, p in enumerate(patches):
-        keys.append((rank.get(p.bug_class, len(rank)), nth.get(p.recipe, 0), i))
-        nth[p.recipe] = keys[-1][1] + 1
-    queue = [patches[i] for *_, i in sorted(keys)]
+    keys = sorted(zip((rank.get(p.bug_class, len(rank)) for p in patches), sibling_ranks(patches), range(len(patches))))
+    queue = [patches[i] for *_, i in keys]
     results = []
     seen = set()
     for patch in queue:

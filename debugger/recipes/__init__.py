@@ -80,5 +80,16 @@ def propose_all(src: str, hints: dict | None = None, bug_classes=None) -> list[P
     return out
 
 
+def sibling_ranks(patches) -> list[int]:
+    """For each patch (anything with a .recipe), how many earlier ones in the list share its recipe:
+    the searches take every recipe's first variant before any recipe's second."""
+    seen: dict[str, int] = {}
+    ranks = []
+    for p in patches:
+        ranks.append(seen.get(p.recipe, 0))
+        seen[p.recipe] = ranks[-1] + 1
+    return ranks
+
+
 __all__ = ["Patch", "Recipe", "RecipeLike", "RECIPES", "get", "for_bug_class", "for_symptoms",
-           "propose_all"]
+           "propose_all", "sibling_ranks"]
