@@ -54,6 +54,7 @@ class ReferenceRole:
         self.native_ok = True
         self.fingerprints: dict = {}
         self.intermediates: list = []
+        self.pending_capture: tuple | None = None  # (ref64, inputs) of the last captured run
 
     def run(self, spec: dict) -> tuple[dict, bytes | None]:
         t0 = time.perf_counter()
@@ -95,7 +96,7 @@ class ReferenceRole:
 
     def captured(self) -> tuple[dict, channel.TensorBlob | None]:
         """The last captured run's float64 outputs and inputs (for diagnosis)."""
-        if getattr(self, "pending_capture", None) is None:
+        if self.pending_capture is None:
             return {"ok": False, "error": "the last run was not captured"}, None
         ref64, xs = self.pending_capture
         self.pending_capture = None
