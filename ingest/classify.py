@@ -65,6 +65,9 @@ def classify(a: Attempt) -> tuple[str, str]:
         return "numerical_mismatch", f"max difference {a.max_difference:.3g}"
     if head:
         return "numerical_mismatch", _first_line(head)
+    harness = a.meta.get("harness_error")
+    if harness:
+        return "unverifiable", "the evaluation itself failed, no verdict: " + _first_line(str(harness))
     return "unverifiable", "the log records no evaluation result"
 
 

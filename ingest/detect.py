@@ -1,10 +1,11 @@
 """What to read under PATH, and with which reader: the plan of an ingest.
 
 `--format auto` looks at each thing: a folder of generated `level_<L>_problem_<P>_sample_<S>_kernel.py`
-files is a KernelBench run; a .jsonl file whose records carry `candidate_src` is our attempt log, one
-whose records carry turns or messages is a trace file; a .json file is a trace file (eval_results.json
-stands for its run folder). A forced format reads only what that format can read. An unusable PATH
-(missing, unreadable, or with nothing to read) raises InvalidInput with one line.
+files (or of `problem_<P>_kernel.py` beside detailed_results.json) is a KernelBench run; a .jsonl file
+whose records carry `candidate_src` is our attempt log, one whose records carry turns or messages is a
+trace file; a .json file is a trace file (eval_results.json and detailed_results.json stand for their
+run folder). A forced format reads only what that format can read. An unusable PATH (missing,
+unreadable, or with nothing to read) raises InvalidInput with one line.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from debugger.errors import InvalidInput
-from ingest import jsonl, kernelbench, traces
+from ingest import detailed, jsonl, kernelbench, traces
 
 FORMATS = ("auto", "kernelbench", "traces", "jsonl")
 SNIFF_LINES = 50
@@ -47,7 +48,7 @@ def _sniff_jsonl(path: Path) -> str | None:
 
 def _sniff_json(path: Path) -> str | None:
     """traces if the file holds trace records (or cannot be parsed: the reader reports it); None otherwise."""
-    if path.name == kernelbench.EVAL_FILE:
+    if _results_file_of_run(path):
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -59,6 +60,14 @@ def _sniff_json(path: Path) -> str | None:
     if isinstance(data, list) and any(traces.looks_like(r) or jsonl.looks_like(r) for r in data[:20]):
         return "traces"
     return None
+
+
+def _results_file_of_run(path: Path) -> bool:
+    """A run's results file: eval_results.json, or a detailed-layout results file beside its kernels."""
+    if path.name == kernelbench.EVAL_FILE:
+        return True
+    return path.name in detailed.RESULTS_FILES and any(detailed.is_kernel(k)
+                                                       for k in path.parent.glob("problem_*_kernel.py"))
 
 
 def _file_unit(path: Path, fmt: str) -> Unit | None:
@@ -82,7 +91,7 @@ def plan(path: Path | str, fmt: str = "auto") -> tuple[list[Unit], list[str]]:
     if not path.exists():
         raise InvalidInput(f"no such file or folder: {path}")
     if path.is_file():
-        if path.name == kernelbench.EVAL_FILE and fmt in ("auto", "kernelbench"):
+        if _results_file_of_run(path) and fmt in ("auto", "kernelbench"):
             return [Unit("kernelbench", path.parent)], []
         if fmt == "kernelbench":
             raise InvalidInput(f"--format kernelbench reads a run folder, not a file: {path}")

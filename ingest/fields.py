@@ -6,6 +6,7 @@ as a number, a string or a list of per-trial strings). These helpers accept the 
 """
 from __future__ import annotations
 
+import ast
 import math
 
 
@@ -45,7 +46,8 @@ def as_bool(value, name: str) -> bool | None:
 
 
 def as_float(value, name: str) -> float | None:
-    """A number from a number, a numeric string, or a list of them (the largest: KernelBench per trial)."""
+    """A number from a number, a numeric string, or a list of them, also written as a string (the
+    largest: KernelBench per trial)."""
     if value is None or isinstance(value, bool):
         if isinstance(value, bool):
             raise FieldError(f"{name} must be a number, not a boolean")
@@ -56,6 +58,13 @@ def as_float(value, name: str) -> float | None:
         v = value.strip()
         if not v:
             return None
+        if v.startswith("[") and v.endswith("]"):  # a list written as its Python repr ("['1.02', '0.9']")
+            try:
+                items = ast.literal_eval(v)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                raise FieldError(f"{name} must be a number, not {value!r:.40}") from None
+            if isinstance(items, (list, tuple)):
+                return as_float(list(items), name)
         try:
             return float(v)
         except ValueError:

@@ -9,6 +9,9 @@ sample id -> result. `metadata` carries the failure: compilation_error(_name), r
 cuda_error, other_error, correctness_issue ("Output mismatch" or a shape mismatch) and per-trial
 max_difference / avg_difference strings.
 
+The other layout, `problem_<P>_kernel.py` beside `detailed_results.json` (the level and model in the
+results file), is read through `ingest.detailed` into the same result objects.
+
 References come from a KernelBench checkout (`--problems DIR`): DIR/KernelBench/level<L>/<P>_<Name>.py
 (DIR may also be the inner KernelBench/ folder).
 """
@@ -19,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from ingest import detailed
 from ingest.attempt import Attempt, Malformed
 from ingest.fields import FieldError, as_bool, as_float, first, metadata_errors
 
@@ -36,19 +40,25 @@ def _match(root: Path, path: Path) -> tuple[Path, re.Match] | None:
     rel = path.relative_to(root).as_posix()
     m = KERNEL_RE.search(rel)
     if not m:
+        if detailed.is_kernel(path) and (path.parent == root or root in path.parents):
+            return path.parent, detailed.KERNEL_RE.search(path.name)
         return None
     prefix = rel[:m.start()].strip("/")
     return (root / prefix if prefix else root), m
 
 
-def kernel_files(folder: Path) -> dict[tuple[int, int, int], Path]:
-    """(level, problem, sample) -> kernel file, for the kernels of one run folder (either layout)."""
+def kernel_files(folder: Path, flat_level: int | None = None) -> dict[tuple[int, int, int], Path]:
+    """(level, problem, sample) -> kernel file, for the kernels of one run folder (any layout; a
+    `problem_<P>_kernel.py` file takes `flat_level`, and is left out while that is None)."""
     found = {}
     for path in folder.rglob("*kernel.py"):
         hit = _match(folder, path)
         if hit and hit[0] == folder:
             m = hit[1]
-            found[(int(m.group("level")), int(m.group("problem")), int(m.group("sample") or 0))] = path
+            if "level" in m.groupdict():
+                found[(int(m.group("level")), int(m.group("problem")), int(m.group("sample") or 0))] = path
+            elif flat_level is not None:
+                found[(flat_level, int(m.group("problem")), 0)] = path
     return found
 
 
@@ -181,13 +191,21 @@ def read(folder: Path, problems: Problems | None = None) -> Iterator[Attempt | M
     """Every generated kernel of a run folder as an Attempt (with its eval result where one was recorded)."""
     folder = Path(folder)
     problems = problems or Problems(None)
-    kernels = kernel_files(folder)
     evals, problems_found = _read_eval(folder)
     yield from problems_found
     model = _model_name(folder)
+    eval_path = folder / EVAL_FILE
+    run = detailed.read_results(folder) if evals is None else None
+    if run is not None and run.path is not None:
+        yield from run.malformed
+        evals, eval_path, model = run.results, run.path, model or run.model
+    kernels = kernel_files(folder, run.level if run is not None else None)
+    if run is not None and run.level is None:
+        for path in sorted(folder.glob("problem_*_kernel.py")):
+            yield Malformed(str(path), "no level for this kernel: neither its results file nor the folder "
+                                       "name gives one")
     levels = sorted({lvl for lvl, _, _ in kernels})
     results: dict[tuple[int, int], dict] = {}
-    eval_path = folder / EVAL_FILE
     for pid_text, value in (evals or {}).items():
         where = f"{eval_path}#{pid_text}"
         try:
@@ -226,6 +244,8 @@ def read(folder: Path, problems: Problems | None = None) -> Iterator[Attempt | M
             meta["problem_name"] = ref_path.stem
         if r is not None and r.get("runtime") not in (None, -1, -1.0):
             meta["runtime"] = r.get("runtime")
+        if r is not None and r.get("harness_error"):
+            meta["harness_error"] = str(r["harness_error"])[:2000]
         yield Attempt(location=location, source=str(folder), format=FORMAT, problem_id=f"level{level}/{pid}",
                       history=f"{folder}::level{level}/{pid}", order=(sid,), reference_src=reference,
                       candidate_src=candidate, model=model, meta=meta, **fields)

@@ -243,6 +243,95 @@ def test_broken_eval_results_is_reported_not_fatal(tmp_path):
     assert r.classes["unverifiable"] == 4 and r.queued == 0
 
 
+def detailed_run(root: Path, results_name: str = "detailed_results.json", run_info: dict | None = None,
+                 folder: str = "opus_level1_20250903") -> Path:
+    """A run folder of the other layout: problem_<P>_kernel.py beside detailed_results.json."""
+    run_dir = root / "runs" / folder
+    run_dir.mkdir(parents=True)
+    for pid, src in {19: BAD, 20: SYNTAX_ERROR, 21: FIXED, 22: ADD, 23: ADD + "\n# v2\n"}.items():
+        (run_dir / f"problem_{pid}_kernel.py").write_text(src)
+    mismatch = {"compiled": True, "correctness": False, "runtime": -1.0,
+                "metadata": {"hardware": "NVIDIA A100-SXM4-40GB", "device": "0",
+                             "max_difference": "['1.017000', '0.900000']", "avg_difference": "['0.1', '0.1']",
+                             "correctness_issue": "Output mismatch", "correctness_trials": "(0 / 5)"}}
+    results = [
+        {"problem_id": 19, "success": True, "eval_result": mismatch},
+        {"problem_id": 20, "success": True, "eval_result": {"compiled": False, "correctness": False, "metadata": {
+            "compilation_error": "Error building extension 'fused_op'"}}},
+        {"problem_id": 21, "success": True, "eval_result": {"compiled": True, "correctness": True, "runtime": 6.8,
+                                                            "metadata": {"correctness_trials": "(5 / 5)"}}},
+        {"problem_id": 23, "success": False, "eval_time": 0,
+         "error": "Error processing problem 23: 'NoneType' object has no attribute 'compiled'"},
+        {"problem_id": 24, "success": True, "eval_result": mismatch},
+        "not an object",
+    ]
+    info = {"level": 1, "model": "claude-opus-test"} if run_info is None else run_info
+    data = {"results": results} if results_name == "checkpoint.json" else {
+        "run_info": info, "config": {"model_name": "config-model"}, "results": results, "summary": {}}
+    (run_dir / results_name).write_text(json.dumps(data))
+    return run_dir
+
+
+def test_detailed_results_layout(tmp_path):
+    _, problems = kernelbench_tree(tmp_path)  # references 19 (softmax) and 20 (add) at level 1
+    run_dir = detailed_run(tmp_path)
+    r = run(run_dir, tmp_path, problems=problems)
+    assert r.units == {"kernelbench": 1} and r.attempts == 5
+    assert r.classes == {"compile_error": 1, "runtime_error": 0, "interface_error": 0, "numerical_mismatch": 1,
+                         "timeout": 0, "correct": 1, "unverifiable": 2}
+    where = {m.location: m.reason for m in r.malformed}
+    results = run_dir / "detailed_results.json"
+    assert set(where) == {f"{results}#24/0", f"{results}#results[5]"}
+    assert "no kernel file for problem 24" in where[f"{results}#24/0"]
+    [entry] = Queue(tmp_path / "queue").entries()
+    assert entry["problem_id"] == "level1/19"
+    case = Path(entry["case_dir"])
+    assert (case / "candidate.py").read_text() == BAD and (case / "reference.py").read_text() == REF
+    prov = tomllib.loads((case / "case.toml").read_text())["provenance"]
+    assert prov["model"] == "claude-opus-test" and prov["max_difference"] == pytest.approx(1.017)
+    assert prov["location"] == str(run_dir / "problem_19_kernel.py")
+    # the harness error is no verdict on the kernel; problem 22 has no result at all
+    rows = {row["problem_id"]: row for row in Queue(tmp_path / "queue").db["attempts"].rows}
+    assert rows["level1/23"]["class"] == "unverifiable" and "evaluation itself failed" in rows["level1/23"]["reason"]
+    assert rows["level1/22"]["class"] == "unverifiable" and rows["level1/20"]["class"] == "compile_error"
+
+
+def test_detailed_layout_found_under_runs_and_from_its_results_file(tmp_path):
+    _, problems = kernelbench_tree(tmp_path)  # runs/my_run (the eval_results.json layout) as well
+    run_dir = detailed_run(tmp_path)
+    r = run(tmp_path / "runs", tmp_path / "a", problems=problems)
+    assert r.units == {"kernelbench": 2} and r.attempts == 4 + 5 and not r.skipped_files
+    # the same softmax answer with the same verdict in both runs is one attempt, queued once
+    assert r.duplicates_skipped == 1 and r.queued == 1
+    r = run(run_dir / "detailed_results.json", tmp_path / "b", problems=problems)
+    assert r.units == {"kernelbench": 1} and r.attempts == 5 and r.queued == 1
+
+
+def test_detailed_layout_checkpoint_and_level_from_the_folder_name(tmp_path):
+    _, problems = kernelbench_tree(tmp_path)
+    run_dir = detailed_run(tmp_path, "checkpoint.json", folder="opus4_level1_20250903_065424")
+    r = run(run_dir, tmp_path, problems=problems)
+    assert r.attempts == 5 and r.queued == 1 and r.classes["numerical_mismatch"] == 1
+    assert Queue(tmp_path / "queue").entries()[0]["problem_id"] == "level1/19"
+
+
+def test_detailed_layout_without_a_level_is_reported(tmp_path):
+    run_dir = detailed_run(tmp_path, run_info={"model": "m"}, folder="opus_run")
+    r = run(run_dir, tmp_path)
+    assert r.attempts == 0
+    assert {m.location for m in r.malformed} >= {str(run_dir / f"problem_{p}_kernel.py") for p in (19, 20, 21)}
+    assert all("no level" in m.reason for m in r.malformed if m.location.endswith("_kernel.py"))
+
+
+def test_max_difference_written_as_a_list_repr():
+    from ingest.fields import FieldError, as_float
+
+    assert as_float("['1.024952', '0.958375', '1.066720']", "m") == pytest.approx(1.06672)
+    assert as_float("[]", "m") is None
+    with pytest.raises(FieldError):
+        as_float("[1, oops", "m")
+
+
 # -- multi-turn traces ---------------------------------------------------------------------------
 def traces_file(path: Path) -> Path:
     records = [
