@@ -24,6 +24,15 @@ def _case_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
+def _semantics_args(p: argparse.ArgumentParser, default: str = "kernel") -> None:
+    """--semantics: which verdict sets the exit status (both are reported)."""
+    p.add_argument("--semantics", choices=["kernel", "kernelbench"], default=default,
+                   help="kernel: Model's weights mapped into ModelNew, every check (default); kernelbench: "
+                        "KernelBench's verdict (each model's own initialisation under seed 42, its 5 trials, "
+                        "torch.allclose atol=rtol=1e-2)")
+    p.add_argument("--kb-tolerance", type=float, help="KernelBench's atol=rtol (default 1e-2, as v0.1)")
+
+
 def _load(args):
     from debugger.case import load_case
     from debugger.settings import resolve
@@ -43,7 +52,8 @@ def cmd_eval(args) -> int:
 
     case, settings = _load(args)
     log(f"evaluating {case.name} on {settings.device} ...")
-    report = evaluate(case, settings.device, timeout=settings.timeout, memory_limit_gb=settings.memory_limit_gb)
+    report = evaluate(case, settings.device, timeout=settings.timeout, memory_limit_gb=settings.memory_limit_gb,
+                      semantics=args.semantics, kb_tolerance=args.kb_tolerance)
     if args.json:
         print_json(report.to_dict())
     else:
@@ -58,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("eval", help="full-coverage correctness check of a candidate against its reference")
     _case_args(p)
+    _semantics_args(p)
     p.set_defaults(func=cmd_eval)
     for register in _registrations():
         register(sub, _case_args)

@@ -36,6 +36,19 @@ def standard_checks() -> list[dict]:
     return specs
 
 
+def kernelbench_checks(trials: int = 5) -> list[dict]:
+    """KernelBench's correctness trials: its trial seeds, inputs drawn on the CPU, each model with its
+    own initialisation under seed 42 (nothing copied), no poisoning, torch.allclose with the native
+    reference output. Their verdict is the pipeline verdict (`--semantics kernelbench`)."""
+    from debugger.inputs import KERNELBENCH_SEED
+
+    return [{"name": f"kb_trial{i}", "kind": "kernelbench", "kb_trial": i, "init_seed": KERNELBENCH_SEED,
+             "own_init": True, "poison": None} for i in range(trials)]
+
+
+SEMANTICS = ("kernel", "kernelbench", "both")
+
+
 def quick_checks() -> list[dict]:
     """A cheaper set for inner loops: one seed, one large-magnitude, one non-contiguous check."""
     keep = {"seed0", "x100", "noncontiguous", "params_redrawn"}
@@ -118,25 +131,39 @@ def _float(v):
 
 def evaluate(case: Case, device: str | None = None, *, atol: float | None = None, rtol: float | None = None,
              timeout: float = 120.0, memory_limit_gb: float = 16.0, checks: list[dict] | None = None,
-             capture: bool = False, fail_fast: bool = False) -> EvalReport:
+             capture: bool = False, fail_fast: bool = False, semantics: str = "kernel",
+             kb_tolerance: float | None = None) -> EvalReport:
     """Evaluate a candidate against its reference; see `run_evaluation` for the tensors too."""
     return run_evaluation(case, device, atol=atol, rtol=rtol, timeout=timeout, memory_limit_gb=memory_limit_gb,
-                          checks=checks, capture=capture, fail_fast=fail_fast).report
+                          checks=checks, capture=capture, fail_fast=fail_fast, semantics=semantics,
+                          kb_tolerance=kb_tolerance).report
 
 
 def run_evaluation(case: Case, device: str | None = None, *, atol: float | None = None,
                    rtol: float | None = None, timeout: float = 120.0, memory_limit_gb: float = 16.0,
                    checks: list[dict] | None = None, capture: bool = False,
-                   fail_fast: bool = False, sandbox=None) -> Evaluation:
-    """Run every check in the sandbox; return the report (and captured tensors when asked)."""
+                   fail_fast: bool = False, sandbox=None, semantics: str = "kernel",
+                   kb_tolerance: float | None = None) -> Evaluation:
+    """Run every check in the sandbox; return the report (and captured tensors when asked).
+
+    Without `checks`, both verdicts' checks run: the kernel checks and KernelBench's trials.
+    `semantics` says which verdict sets the report's status (both are reported either way).
+    """
+    from debugger.compare import KERNELBENCH_TOLERANCE
     from debugger.settings import default_device
 
+    if semantics not in SEMANTICS:
+        raise ValueError(f"semantics must be one of {', '.join(SEMANTICS)}, not {semantics!r}")
     device = device or default_device()
     atol = atol if atol is not None else case.atol
     rtol = rtol if rtol is not None else case.rtol
-    specs = [dict(s) for s in (checks or standard_checks())]
+    kb_tolerance = kb_tolerance if kb_tolerance is not None else case.meta.get("kb_tolerance", KERNELBENCH_TOLERANCE)
+    specs = [dict(s) for s in (checks or standard_checks() + kernelbench_checks())]
+    for spec in specs:
+        if spec.get("kind") == "kernelbench":
+            spec["kb_tolerance"] = kb_tolerance
     t_start = time.perf_counter()
-    report = EvalReport(status="pass", device=device, atol=atol, rtol=rtol)
+    report = EvalReport(status="pass", device=device, atol=atol, rtol=rtol, semantics=semantics)
     ev = Evaluation(report=report)
     sandbox = sandbox or get_sandbox(device, timeout=timeout, memory_limit_gb=memory_limit_gb)
     deny = [str(p) for p in {case.reference_path.parent if case.reference_path else None,
@@ -191,11 +218,6 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
                 report.reference_warnings = sane.get("warnings", [])
             except (WorkerTimeout, WorkerDied):
                 pass
-        statuses = [c.status for c in report.checks]
-        for s in ("compile_error", "timeout", "runtime_error", "mismatch"):
-            if s in statuses:
-                report.status = s
-                break
         if candidate is not None:
             report.log_tail = candidate.log_tail(2000)
         return _finish(ev, t_start)
@@ -212,10 +234,64 @@ def sandbox_cache_dir():
     return data_dir() / "triton-cache"
 
 
+def _worst(statuses) -> str:
+    for s in ("invalid_input", "compile_error", "timeout", "runtime_error", "mismatch"):
+        if s in statuses:
+            return s
+    return "pass"
+
+
+def _verdict(checks: list[CheckResult]) -> dict:
+    """One verdict over its checks: status, the failing and the skipped checks (with reasons)."""
+    return {"status": _worst([c.status for c in checks]), "checks": len(checks),
+            "failed": [c.name for c in checks if not c.passed and c.status != "skipped"],
+            "skipped": {c.name: c.message for c in checks if c.status == "skipped"}}
+
+
+def _set_verdicts(report: EvalReport) -> None:
+    """Both verdicts from the checks; the selected one sets the status; say why they differ."""
+    kernel = [c for c in report.checks if c.kind != "kernelbench"]
+    pipeline = [c for c in report.checks if c.kind == "kernelbench"]
+    if report.status != "pass":  # set before any check could decide (unusable input, no import): both alike
+        report.verdicts = {"kernel": {"status": report.status, "checks": 0, "failed": [], "skipped": {}}}
+        if report.semantics != "kernel":
+            report.verdicts["kernelbench"] = dict(report.verdicts["kernel"])
+        return
+    report.verdicts = {"kernel": _verdict(kernel)} if kernel else {}
+    if pipeline:
+        report.verdicts["kernelbench"] = _verdict(pipeline)
+    chosen = {"kernel": ["kernel"], "kernelbench": ["kernelbench"], "both": ["kernel", "kernelbench"]}
+    names = [n for n in chosen[report.semantics] if n in report.verdicts] or list(report.verdicts)
+    report.status = _worst([report.verdicts[n]["status"] for n in names]) if names else "runtime_error"
+    report.verdict_note = _verdict_note(report)
+
+
+def _verdict_note(report: EvalReport) -> str:
+    """Why the kernel verdict and KernelBench's differ (empty when they agree or one is missing)."""
+    k, p = report.verdicts.get("kernel"), report.verdicts.get("kernelbench")
+    if not k or not p or (k["status"] == "pass") == (p["status"] == "pass"):
+        return ""
+    if k["status"] == "pass":
+        pairs = (report.parameter_map or {}).get("pairs", [])
+        differ = [x for x in pairs if (x.get("own_init_diff") or 0.0) > 0.0]
+        if differ:
+            listed = ", ".join(f"{x['candidate']} (Model's {x['reference']}, max |diff| {x['own_init_diff']:.3g})"
+                               for x in differ[:6])
+            return (f"parameter_init: the kernel passes with Model's weights mapped in, but ModelNew builds "
+                    f"{len(differ)} of its {len(pairs)} matched tensors differently under the same seed: {listed}")
+        unmatched = (report.parameter_map or {}).get("unmatched_reference", [])
+        extra = f"; Model's {', '.join(unmatched[:6])} matched nothing in ModelNew" if unmatched else ""
+        return ("the kernel passes with Model's weights mapped in, but fails KernelBench's trials "
+                f"({', '.join(p['failed'][:5])}){extra}")
+    return (f"KernelBench's trials pass, but kdebug's checks fail on {', '.join(k['failed'][:8])}: inputs, "
+            "layouts or re-drawn parameters KernelBench never draws, or kdebug's tighter tolerance")
+
+
 def _finish(ev: Evaluation, t_start: float) -> Evaluation:
     if trace.enabled():
         trace.record("evaluation", t_start, checks=[c.name for c in ev.report.checks], status=ev.report.status)
     report = ev.report
+    _set_verdicts(report)
     if report.status == "pass" and not report.checks:
         report.status = "runtime_error"
     report.signature = _signature(report) if report.status != "pass" else None
@@ -269,8 +345,40 @@ def _localise(reference, candidate, timeout: float) -> dict:
     return header if header.get("ok") else {"error": header.get("error", "localisation failed")}
 
 
+def _run_kernelbench_trial(check, spec, reference, candidate, ev: Evaluation, timeout) -> str | None:
+    """One KernelBench trial: the candidate once (no poison), the reference, torch.allclose."""
+    run = _candidate_run(candidate, spec, 1, None, timeout, check)
+    if run is None:
+        return "dead" if candidate.dead else None
+    try:
+        ref_header, _ = reference.request({"op": "run", "spec": spec}, timeout=timeout)
+        if not ref_header.get("ok"):
+            check.status, check.message = "skipped", f"reference failed: {ref_header.get('error', '')}"
+            return "invalid_reference"
+        cmp_header, _ = reference.request({"op": "compare", "run": 1, "semantics": "kernelbench",
+                                           "kb_tolerance": spec["kb_tolerance"]}, run[1], timeout=timeout)
+    except (WorkerTimeout, WorkerDied) as e:
+        check.status, check.message = "skipped", f"reference failed: {e}"
+        return "dead"
+    if not cmp_header.get("ok"):
+        check.status, check.message = "runtime_error", f"comparison failed: {cmp_header.get('error')}"
+        return None
+    stats = cmp_header["runs"][0]
+    check.outputs = [OutputStats(**{k: (_float(v) if k in ("max_abs_err", "max_rel_err") else v)
+                                    for k, v in s.items()}) for s in stats]
+    _summarise(check)
+    check.passed = all(s["passed"] for s in stats)
+    if not check.passed:
+        check.status = "mismatch"
+        bad = next(o for o in check.outputs if not o.passed)
+        check.message = bad.problem or f"not torch.allclose (atol=rtol={spec['kb_tolerance']:g})"
+    return None
+
+
 def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, timeout, capture) -> str | None:
     """Run one check (candidate, reference, candidate); fill `check`. Returns a stop reason or None."""
+    if spec.get("kind") == "kernelbench":
+        return _run_kernelbench_trial(check, spec, reference, candidate, ev, timeout)
     # A localising run poisons with the finite sentinel, so that a NaN a kernel writes counts as written.
     first = _candidate_run(candidate, spec, 1, SENTINEL_POISON if spec.get("localise") else float("nan"),
                            timeout, check)
@@ -334,6 +442,8 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         else:
             bad = next(o for o in check.outputs if not o.passed)
             check.message = bad.problem or ""
+    if first[0].get("parameter_map") is not None and ev.report.parameter_map is None:
+        ev.report.parameter_map = first[0]["parameter_map"]
     ev.observations[check.name] = {k: first[0].get(k) for k in
                                    ("launches", "ops", "aliases_input", "written_by_kernel", "output_types",
                                     "seconds", "probes", "output_bytes", "largest_launch_tensor_bytes")}

@@ -2,7 +2,12 @@
 
 Both workers (reference and candidate) draw the same inputs and parameters from the same spec, on
 the device, so nothing large ever crosses a process boundary and every check gets fresh inputs.
-A spec: {"seed", "init_seed", "transform", "param_noise", "shapes"} (see evaluate.py).
+A spec: {"seed", "init_seed", "transform", "param_noise", "shapes"} (see evaluate.py); KernelBench's
+trials ({"kb_trial": i, "own_init": True}) draw their inputs on the CPU under KernelBench's trial seeds
+and build each model with its own initialisation under seed 42, exactly as its harness does.
+
+Models run as built, in train mode, as KernelBench's harness runs them (BatchNorm normalises with the
+batch's statistics); {"eval_mode": True} puts both in eval mode, a diagnosis experiment.
 """
 from __future__ import annotations
 
@@ -14,6 +19,9 @@ from pathlib import Path
 
 import torch
 
+from debugger import params
+
+KERNELBENCH_SEED = 42  # KernelBench's seed_num: inputs of the trials and both models' initialisation
 TRANSFORMS = ("none", "scale:3", "scale:0.01", "scale:100", "negate", "all_negative", "noncontig", "transposed")
 
 
@@ -77,12 +85,26 @@ def transform_tensor(t: torch.Tensor, transform: str) -> torch.Tensor:
     return t
 
 
+def kernelbench_trial_seeds(trials: int) -> list[int]:
+    """The seeds of KernelBench's correctness trials (drawn from its seed, as its harness does)."""
+    gen = torch.Generator().manual_seed(KERNELBENCH_SEED)
+    return [int(torch.randint(0, 2**32 - 1, (1,), generator=gen).item()) for _ in range(trials)]
+
+
 def draw_inputs(ref_module, spec: dict, device: str) -> list:
-    """The reference's get_inputs() under the spec's seed, drawn on the device, then transformed."""
+    """The reference's get_inputs() under the spec's seed, drawn on the device, then transformed.
+
+    A KernelBench trial draws on the CPU (as its harness does, so the values are the same) and moves
+    the tensors to the device.
+    """
     with shapes_overridden(ref_module, spec.get("shapes")):
-        torch.manual_seed(spec["seed"])
-        with torch.device(device):
+        if "kb_trial" in spec:
+            torch.manual_seed(kernelbench_trial_seeds(spec["kb_trial"] + 1)[spec["kb_trial"]])
             raw = ref_module.get_inputs()
+        else:
+            torch.manual_seed(spec["seed"])
+            with torch.device(device):
+                raw = ref_module.get_inputs()
     out = []
     for x in raw:
         if isinstance(x, torch.Tensor):
@@ -93,14 +115,20 @@ def draw_inputs(ref_module, spec: dict, device: str) -> list:
 
 
 def init_inputs(ref_module, spec: dict) -> list:
-    """The reference's get_init_inputs() (constructor arguments) for this spec's shapes."""
+    """The reference's get_init_inputs() (constructor arguments) for this spec's shapes and init seed."""
     with shapes_overridden(ref_module, spec.get("shapes")):
         fn = getattr(ref_module, "get_init_inputs", None)
+        torch.manual_seed(spec.get("init_seed", 0))
         return list(fn()) if fn else []
 
 
+def _as_run(model: torch.nn.Module, spec: dict, device: str) -> torch.nn.Module:
+    model = model.to(device)
+    return model.eval() if spec.get("eval_mode") else model.train()
+
+
 def build_reference(ref_module, spec: dict, device: str) -> torch.nn.Module:
-    """Model under the spec's init seed, parameters re-drawn when asked."""
+    """Model under the spec's init seed, parameters re-drawn when asked; in train mode unless eval_mode."""
     args = init_inputs(ref_module, spec)
     torch.manual_seed(spec.get("init_seed", 0))
     model = ref_module.Model(*args)
@@ -111,21 +139,35 @@ def build_reference(ref_module, spec: dict, device: str) -> torch.nn.Module:
                 if p.is_floating_point():
                     scale = p.detach().abs().mean().item() + 0.1
                     p.add_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.5 * scale)
-    return model.to(device).eval()
+    return _as_run(model, spec, device)
 
 
-def build_candidate(ref_module, cand_module, spec: dict, device: str) -> torch.nn.Module:
-    """ModelNew under the same seed, with the reference's values copied where state_dict keys match."""
+def build_candidate(ref_module, cand_module, spec: dict, device: str
+                    ) -> tuple[torch.nn.Module, params.ParameterMap | None]:
+    """ModelNew under the same seed, and the parameter correspondence with Model.
+
+    Kernel checks copy the reference's values (re-drawn ones included) into the matched tensors, so
+    the kernel is judged on the same weights; KernelBench trials ({"own_init"}) keep ModelNew's own
+    initialisation and copy nothing, as KernelBench does. Where the reference was built without
+    re-drawn parameters, each pair also records how far ModelNew's own initial values are from
+    Model's (the parameter_init evidence).
+    """
     args = init_inputs(ref_module, spec)
-    reference = build_reference(ref_module, spec, "cpu")
+    if spec.get("own_init"):
+        torch.manual_seed(spec.get("init_seed", 0))
+        return _as_run(cand_module.ModelNew(*args), spec, device), None
+    with params.recording_creation_order() as ref_order:
+        reference = build_reference(ref_module, spec, "cpu")
     torch.manual_seed(spec.get("init_seed", 0))
-    model = cand_module.ModelNew(*args)
-    ref_state = reference.state_dict()
-    own = model.state_dict()
-    shared = {k: v for k, v in ref_state.items() if k in own and own[k].shape == v.shape}
-    if shared:
-        model.load_state_dict(shared, strict=False)
-    return model.to(device).eval()
+    with params.recording_creation_order() as cand_order:
+        model = cand_module.ModelNew(*args)
+    ref_tensors = params.named_tensors(reference, ref_order)
+    cand_tensors = params.named_tensors(model, cand_order)
+    mapping = params.correspond(ref_tensors, cand_tensors)
+    if not spec.get("param_noise"):
+        params.measure_own_init(mapping, ref_tensors, cand_tensors)
+    params.copy_values(mapping, ref_tensors, cand_tensors)
+    return _as_run(model, spec, device), mapping
 
 
 def clone_keeping_layout(x):

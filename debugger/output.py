@@ -51,6 +51,22 @@ def eval_text(report) -> str:
         for c in report.checks:
             wrong = f"{c.frac_wrong:.1%}" if c.frac_wrong is not None else "-"
             lines.append(f"{c.name:<16} {c.status:<14} {fmt_err(c.max_abs_err):>12} {wrong:>8}  {c.message[:70]}")
+    for name, v in report.verdicts.items():
+        mark = " (sets the status)" if report.semantics in (name, "both") else ""
+        failed = f", failing {', '.join(v['failed'][:6])}" if v["failed"] else ""
+        skipped = f", {len(v['skipped'])} skipped" if v["skipped"] else ""
+        lines.append(f"{name} verdict: {v['status']}{mark} ({v['checks']} checks{failed}{skipped})")
+    if report.verdict_note:
+        lines.append(f"why they differ: {report.verdict_note}")
+    pm = report.parameter_map
+    if pm and (pm["pairs"] or pm["unmatched_candidate"] or pm["unmatched_reference"]):
+        by_order = [f"{p['candidate']}<-{p['reference']}" for p in pm["pairs"] if p["by"] == "order"]
+        lines.append(f"parameters: {len(pm['pairs'])} matched ({len(by_order)} by order and shape"
+                     f"{': ' + ', '.join(by_order[:6]) if by_order else ''})"
+                     + (f"; unmatched in ModelNew: {', '.join(pm['unmatched_candidate'][:6])}"
+                        if pm["unmatched_candidate"] else "")
+                     + (f"; unmatched in Model: {', '.join(pm['unmatched_reference'][:6])}"
+                        if pm["unmatched_reference"] else ""))
     for w in report.reference_warnings:
         lines.append(f"warning: {w}")
     if report.signature:

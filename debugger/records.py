@@ -30,7 +30,7 @@ class CheckResult:
     """One input set: how it was drawn and how the candidate did on it."""
 
     name: str
-    kind: str  # seed | distribution | layout | params | hidden
+    kind: str  # seed | distribution | layout | params | hidden | kernelbench
     passed: bool
     status: str  # pass | mismatch | runtime_error | timeout | skipped
     max_abs_err: float | None = None
@@ -76,16 +76,33 @@ class EvalReport:
     signature: ErrorSignature | None = None
     seconds: float = 0.0
     log_tail: str = ""
+    # Which verdict sets `status`: kernel (weights mapped in, every check), kernelbench (KernelBench's
+    # trials, each model's own initialisation) or both (the worse of the two: what a repair aims at).
+    semantics: str = "kernel"
+    verdicts: dict = field(default_factory=dict)  # "kernel" / "kernelbench" -> {status, message, failed}
+    verdict_note: str = ""  # why the two verdicts differ, when they do
+    parameter_map: dict | None = None  # ModelNew <- Model tensor correspondence (debugger/params.py)
 
     @property
     def passed(self) -> bool:
-        """True when every check passed."""
+        """True when every check of the selected verdict passed."""
         return self.status == "pass"
+
+    def counts(self, check: CheckResult) -> bool:
+        """Whether a check belongs to the selected verdict."""
+        if self.semantics == "both":
+            return True
+        return (check.kind == "kernelbench") == (self.semantics == "kernelbench")
 
     @property
     def failed_checks(self) -> list[CheckResult]:
-        """The checks that did not pass (skipped ones excluded)."""
-        return [c for c in self.checks if not c.passed and c.status != "skipped"]
+        """The checks of the selected verdict that did not pass (skipped ones excluded)."""
+        return [c for c in self.checks if not c.passed and c.status != "skipped" and self.counts(c)]
+
+    @property
+    def skipped_checks(self) -> list[CheckResult]:
+        """The checks of the selected verdict that could not run (each with its reason)."""
+        return [c for c in self.checks if c.status == "skipped" and self.counts(c)]
 
     def error_score(self) -> float:
         """One number for 'how wrong': lower is better; 0 when passing. Used to measure progress."""
@@ -96,7 +113,7 @@ class EvalReport:
         if self.status in ("runtime_error", "timeout"):
             return 1e8
         failed = self.failed_checks
-        frac = sum((c.frac_wrong or 1.0) for c in failed) / max(1, len(self.checks))
+        frac = sum((c.frac_wrong or 1.0) for c in failed) / max(1, len([c for c in self.checks if self.counts(c)]))
         return len(failed) + frac
 
     def to_dict(self) -> dict:

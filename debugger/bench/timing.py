@@ -175,7 +175,7 @@ def time_case(spec: dict) -> dict:
     for i, (name, src) in enumerate((spec.get("implementations") or {}).items()):
         try:
             module = load_module(src, folder, f"bench_impl_{i}")
-            model = build_candidate(ref_module, module, {"init_seed": 0}, "cuda")
+            model, _ = build_candidate(ref_module, module, {"init_seed": 0}, "cuda")
             result[name], calls[name] = _prepare(model, ref_module, seed, ref_outs, reference)
         except Exception as e:  # noqa: BLE001 - one implementation's failure is that entry's result
             result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}",

@@ -33,7 +33,7 @@ def poison_fill(t: torch.Tensor, value: float) -> None:
 class PoisonAndRecord(TorchDispatchMode):
     """Poison allocations and count aten ops during the candidate's forward."""
 
-    def __init__(self, poison: float = float("nan")):
+    def __init__(self, poison: float | None = float("nan")):  # None: record only (KernelBench trials)
         super().__init__()
         self.poison = poison
         self.ops: Counter = Counter()
@@ -42,7 +42,7 @@ class PoisonAndRecord(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         name = func.__name__ if hasattr(func, "__name__") else str(func)
         self.ops[name] += 1
-        if name in ALLOC_OPS and isinstance(out, torch.Tensor):
+        if self.poison is not None and name in ALLOC_OPS and isinstance(out, torch.Tensor):
             with torch.utils._python_dispatch._disable_current_modes():
                 poison_fill(out, self.poison)
         return out

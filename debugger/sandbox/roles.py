@@ -2,8 +2,10 @@
 
 reference role: draws inputs and the model for a check, runs Model natively and in float64, keeps
   the outputs, and compares candidate outputs sent to it (the candidate never sees them).
-candidate role: draws the same inputs and model (ModelNew with the reference's state copied),
-  runs forward under poisoning and recording, sends its outputs back as plain tensors.
+candidate role: draws the same inputs and model (ModelNew with the reference's values copied into
+  the tensors matched to them, see debugger/params.py; for KernelBench trials, its own
+  initialisation), runs forward under poisoning and recording, sends its outputs back as plain
+  tensors and the parameter correspondence.
 """
 from __future__ import annotations
 
@@ -27,7 +29,14 @@ def _error(e: BaseException, stage: str) -> dict:
 
 
 def _model_key(spec: dict) -> str:
-    return f"{spec.get('init_seed', 0)}|{spec.get('param_noise', False)}|{sorted((spec.get('shapes') or {}).items())}"
+    return (f"{spec.get('init_seed', 0)}|{spec.get('param_noise', False)}|{spec.get('own_init', False)}|"
+            f"{spec.get('eval_mode', False)}|{sorted((spec.get('shapes') or {}).items())}")
+
+
+def _seed_forward(spec: dict) -> None:
+    """KernelBench seeds the RNG with the trial's seed before the forwards (dropout draws from it)."""
+    if "kb_trial" in spec:
+        torch.manual_seed(inputs.kernelbench_trial_seeds(spec["kb_trial"] + 1)[spec["kb_trial"]])
 
 
 def _plain(t):
@@ -64,22 +73,13 @@ class ReferenceRole:
         model = self.models[key]
         xs = inputs.draw_inputs(self.module, spec, self.device)
         self.intermediates = []
+        _seed_forward(spec)
         with torch.no_grad():
             native = inputs.flatten_outputs(model(*xs))
-            try:
-                m64, x64 = inputs.as_double(model, xs)
-                if spec.get("localise"):
-                    from debugger.sandbox.localise import IntermediateRecorder
-                    rec = IntermediateRecorder()
-                    with rec:
-                        ref64 = inputs.flatten_outputs(m64(*x64))
-                    self.intermediates = [(f"input {i}", x.detach().clone()) for i, x in enumerate(x64)
-                                          if isinstance(x, torch.Tensor) and x.is_floating_point()] + rec.tensors
-                else:
-                    ref64 = inputs.flatten_outputs(m64(*x64))
-                del m64, x64
-            except Exception:  # some operators have no float64 kernel on this device
-                ref64 = [o.double() if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in native]
+            # KernelBench's trials compare with the native output, as KernelBench does: no float64 run.
+            ref64 = None if spec.get("kind") == "kernelbench" else self._float64(model, xs, spec)
+        if ref64 is None:
+            ref64 = [o.double() if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in native]
         # Kept for a "captured" request: only failing checks are shipped to the parent.
         self.pending_capture = (ref64, xs) if spec.get("capture") else None
         del xs
@@ -93,6 +93,23 @@ class ReferenceRole:
                   "shapes": [list(o.shape) if isinstance(o, torch.Tensor) else None for o in native],
                   "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes]}
         return header, None
+
+    def _float64(self, model, xs: list, spec: dict) -> list | None:
+        """The model's outputs in float64 (recording intermediates when localising); None when the
+        operator has no float64 kernel on this device."""
+        try:
+            m64, x64 = inputs.as_double(model, xs)
+            if not spec.get("localise"):
+                return inputs.flatten_outputs(m64(*x64))
+            from debugger.sandbox.localise import IntermediateRecorder
+            rec = IntermediateRecorder()
+            with rec:
+                ref64 = inputs.flatten_outputs(m64(*x64))
+            self.intermediates = [(f"input {i}", x.detach().clone()) for i, x in enumerate(x64)
+                                  if isinstance(x, torch.Tensor) and x.is_floating_point()] + rec.tensors
+            return ref64
+        except Exception:  # noqa: BLE001
+            return None
 
     def captured(self) -> tuple[dict, channel.TensorBlob | None]:
         """The last captured run's float64 outputs and inputs (for diagnosis)."""
@@ -137,6 +154,9 @@ class ReferenceRole:
             if len(outs) != len(self.ref64):
                 stats.append({"index": 0, "shape": [], "dtype": "", "passed": False,
                               "problem": f"forward returned {len(outs)} outputs, expected {len(self.ref64)}"})
+            elif header.get("semantics") == "kernelbench":
+                stats = [compare.kernelbench_stats(i, c, n, header["kb_tolerance"])
+                         for i, (c, n) in enumerate(zip(outs, self.native))]
             else:
                 for i, (c, r) in enumerate(zip(outs, self.ref64)):
                     a, rt = self._tol(i, atol, rtol)
@@ -228,14 +248,16 @@ class CandidateRole:
                 self.models = {key: inputs.build_candidate(self.ref_module, self.cand_module, spec, self.device)}
         except BaseException as e:  # noqa: BLE001
             return _error(e, "init"), None
-        model = self.models[key]
+        model, mapping = self.models[key]
         if spec.get("call", 1) == 1 or self.pristine is None:
             self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
         xs = [inputs.clone_keeping_layout(x) for x in self.pristine]
-        mode = PoisonAndRecord(float(spec.get("poison", "nan")))
+        poison = spec.get("poison", "nan")
+        mode = PoisonAndRecord(None if poison is None else float(poison))
         self.recorder.reset(capture_writes=bool(spec.get("localise")) and spec.get("call", 1) == 1)
         self.recorder.active = True
         t0 = time.perf_counter()
+        _seed_forward(spec)
         try:
             with torch.no_grad(), mode:
                 out = model(*xs)
@@ -264,6 +286,8 @@ class CandidateRole:
                                                 for start, end in l["tensors"]), default=0),
             "ops": dict(mode.ops),
         }
+        if mapping is not None:
+            info["parameter_map"] = mapping.to_dict()
         if self.recorder.capture_writes:
             self.last_writes = self.recorder.writes
             info["launch_writes"] = len(self.last_writes)

@@ -1,0 +1,183 @@
+"""Parameter correspondence: which tensor of ModelNew holds which tensor of Model.
+
+Real answers rarely keep the reference's attribute names: `self.weight = nn.Parameter(...)` where the
+reference has `self.gemm = nn.Linear(...)`, a plain tensor attribute where the reference registers a
+buffer. Tensors are matched by full name first (same shape), then by identical values (the same
+tensor drawn under the same seed, whatever its name), then by creation order and shape: each
+unmatched candidate tensor, in the order the constructor made it, takes the first unmatched reference
+tensor of the same shape and kind. Creation order is recorded while the model is built (every
+parameter, buffer or tensor attribute assigned to any module, in sequence), because state_dict order
+lists a module's own parameters before its children's, which is not the order the RNG was drawn in.
+
+The mapping serves three things: copying the reference's values into ModelNew (the kernel verdict),
+carrying re-drawn parameters over (params_redrawn), and proving parameter_init (the candidate's own
+initialisation under the same seed differs from the reference's for these tensors).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+
+@dataclass
+class NamedTensor:
+    """One tensor a module holds: full dotted name, what registered it, and the tensor."""
+
+    name: str
+    kind: str  # parameter | buffer | attribute
+    tensor: torch.Tensor
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self.tensor.shape)
+
+    @property
+    def floating(self) -> bool:
+        return self.tensor.is_floating_point()
+
+
+@dataclass
+class Pair:
+    candidate: str
+    reference: str
+    shape: list[int]
+    by: str  # name | value | order
+    own_init_diff: float | None = None  # max |candidate's own init - reference| (None: not measured)
+
+
+@dataclass
+class ParameterMap:
+    """The correspondence, and what stayed unmatched on either side."""
+
+    pairs: list[Pair] = field(default_factory=list)
+    unmatched_candidate: list[str] = field(default_factory=list)
+    unmatched_reference: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"pairs": [asdict(p) for p in self.pairs], "unmatched_candidate": list(self.unmatched_candidate),
+                "unmatched_reference": list(self.unmatched_reference)}
+
+    def differing(self, tol: float = 0.0) -> list[Pair]:
+        """Pairs whose own initialisation differs from the reference's (parameter_init evidence)."""
+        return [p for p in self.pairs if p.own_init_diff is not None and p.own_init_diff > tol]
+
+
+class CreationOrder:
+    """Records the sequence in which tensors are attached to modules while a model is built."""
+
+    def __init__(self):
+        self.seen: dict[int, int] = {}
+
+    def note(self, value) -> None:
+        if isinstance(value, torch.Tensor) and id(value) not in self.seen:
+            self.seen[id(value)] = len(self.seen)
+
+    def rank(self, t: torch.Tensor) -> int:
+        return self.seen.get(id(t), len(self.seen) + 1)
+
+
+@contextmanager
+def recording_creation_order():
+    """Within this block, every tensor assigned to a module (any way) is noted in order."""
+    order = CreationOrder()
+    module_cls = torch.nn.Module
+    originals = (module_cls.__setattr__, module_cls.register_buffer, module_cls.register_parameter)
+
+    def setattr_(self, name, value, __orig=originals[0]):
+        order.note(value)
+        return __orig(self, name, value)
+
+    def register_buffer(self, name, tensor, *args, __orig=originals[1], **kwargs):
+        order.note(tensor)
+        return __orig(self, name, tensor, *args, **kwargs)
+
+    def register_parameter(self, name, param, __orig=originals[2]):
+        order.note(param)
+        return __orig(self, name, param)
+
+    module_cls.__setattr__, module_cls.register_buffer, module_cls.register_parameter = \
+        setattr_, register_buffer, register_parameter
+    try:
+        yield order
+    finally:
+        module_cls.__setattr__, module_cls.register_buffer, module_cls.register_parameter = originals
+
+
+def named_tensors(model: torch.nn.Module, order: CreationOrder | None = None) -> list[NamedTensor]:
+    """Every parameter, buffer and plain tensor attribute of the model, in creation order when known."""
+    found: list[NamedTensor] = []
+    seen: set[int] = set()
+    for prefix, module in model.named_modules(remove_duplicate=True):
+        dot = f"{prefix}." if prefix else ""
+        groups = (("parameter", module._parameters.items()), ("buffer", module._buffers.items()),
+                  ("attribute", ((k, v) for k, v in vars(module).items()
+                                 if isinstance(v, torch.Tensor) and not k.startswith("_"))))
+        for kind, items in groups:
+            for name, t in items:
+                if t is None or id(t) in seen:
+                    continue
+                seen.add(id(t))
+                found.append(NamedTensor(dot + name, kind, t))
+    if order is not None:
+        position = {id(nt): i for i, nt in enumerate(found)}
+        found.sort(key=lambda nt: (order.rank(nt.tensor), position[id(nt)]))
+    return found
+
+
+def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> ParameterMap:
+    """Match candidate tensors to reference tensors: by name, identical values, then creation order."""
+    result = ParameterMap()
+    ref_left = list(reference)
+    by_name = {r.name: r for r in reference}
+    matched: dict[str, tuple[NamedTensor, str]] = {}
+    for c in candidate:
+        r = by_name.get(c.name)
+        if r is not None and r.shape == c.shape and r.floating == c.floating:
+            matched[c.name] = (r, "name")
+            ref_left.remove(r)
+    for c in candidate:  # identical values under the same seed: the same tensor, whatever its name
+        if c.name in matched:
+            continue
+        same = [r for r in ref_left if r.shape == c.shape and r.floating == c.floating and r.tensor.numel() > 1
+                and r.tensor.dtype == c.tensor.dtype and torch.equal(r.tensor.detach(), c.tensor.detach())]
+        if len(same) == 1:
+            matched[c.name] = (same[0], "value")
+            ref_left.remove(same[0])
+    for c in candidate:
+        if c.name in matched:
+            continue
+        r = next((r for r in ref_left if r.shape == c.shape and r.floating == c.floating), None)
+        if r is not None:
+            matched[c.name] = (r, "order")
+            ref_left.remove(r)
+    for c in candidate:
+        if c.name in matched:
+            r, how = matched[c.name]
+            result.pairs.append(Pair(c.name, r.name, c.shape, how))
+        else:
+            result.unmatched_candidate.append(c.name)
+    result.unmatched_reference = [r.name for r in ref_left]
+    return result
+
+
+def copy_values(mapping: ParameterMap, reference: list[NamedTensor], candidate: list[NamedTensor]) -> None:
+    """Copy each matched reference tensor's values into its candidate tensor, in place."""
+    ref_by = {r.name: r.tensor for r in reference}
+    cand_by = {c.name: c.tensor for c in candidate}
+    with torch.no_grad():
+        for p in mapping.pairs:
+            dst, src = cand_by[p.candidate], ref_by[p.reference]
+            dst.copy_(src.detach().to(device=dst.device, dtype=dst.dtype))
+
+
+def measure_own_init(mapping: ParameterMap, reference: list[NamedTensor], candidate: list[NamedTensor]) -> None:
+    """Record, per pair, how far the candidate's own initial values are from the reference's."""
+    ref_by = {r.name: r.tensor for r in reference}
+    cand_by = {c.name: c.tensor for c in candidate}
+    with torch.no_grad():
+        for p in mapping.pairs:
+            a = cand_by[p.candidate].detach().double().cpu()
+            b = ref_by[p.reference].detach().double().cpu()
+            p.own_init_diff = float((a - b).abs().max()) if a.numel() else 0.0
