@@ -68,7 +68,7 @@ def read_unit(unit: Unit, problems: kernelbench.Problems):
     return jsonl.read(unit.path)
 
 
-def _normalise(a: Attempt) -> tuple[str | None, str | None]:
+def normalise(a: Attempt) -> tuple[str | None, str | None]:
     """(reference, candidate) with the class names a case needs, renames noted in a.meta."""
     reference, ref_class = as_kernelbench_reference(a.reference_src)
     candidate, cand_class = as_kernelbench_candidate(a.candidate_src, ref_class)
@@ -112,7 +112,7 @@ def ingest(path: Path | str, fmt: str = "auto", *, problems: Path | str | None =
                     continue
                 try:
                     klass, reason = classifier.classify(item)
-                    reference, candidate = _normalise(item)
+                    reference, candidate = normalise(item)
                     logged.append(Logged(item, klass, reason, item.content_hash(), True, reference, candidate))
                 except (ValueError, TypeError, RecursionError, MemoryError) as e:  # odd data, never fatal
                     report.malformed.append(Malformed(item.location, f"could not be processed: "

@@ -1,0 +1,418 @@
+"""Real-pool benchmark: kdebug's verdicts (and repairs) on real pipelines' answers, against what they recorded.
+
+    python eval/real_pool.py PATH [--device cpu|cuda] [--limit N] [--only mismatch|correct|all]
+                             [--diagnose] [--repair] [--jobs N] [--out DIR] [--resume]
+                             [--semantics kernel|kernelbench] [--sizes auto|published|small]
+
+PATH: a KernelBench checkout or ../shared/real/kernelbench-fork (runs/ + KernelBench/), or a pool of
+case folders such as ../shared/real/tritonbench-t-dev (nearmiss/ = recorded fail, honest/ = recorded
+pass). The answers are read with `ingest.answers`, written as case folders under OUT/cases (OUT: a
+scratch folder, never inside the repository or the pool), and each is run through the CLI in a
+subprocess with a time limit: `kdebug eval CASE --json` (status, both verdicts where the eval reports
+`verdicts`, the parameter map); with --diagnose `kdebug diagnose --json` (top hypothesis) for failing
+answers; with --repair `kdebug repair --backend kb --json -o OUT/repairs/ID.py` for failing answers
+and `kdebug check --json` on what it repaired. Flags the installed kdebug does not take yet
+(--semantics, --sizes, --policy) are left out and the row says so.
+
+CUDA answers (load_inline) need nvcc and a GPU: on --device cpu they are reported `not_runnable`,
+never run and never counted as failures.
+
+Writes OUT/rows.jsonl (one row per answer, as it finishes; --resume skips the rows already there),
+OUT/rows.json (rows + summary) and OUT/table.md (the agreement matrix per semantics, the
+disagreements, repair counts per diagnosed class, time), the Markdown for eval/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from ingest.answers import Answer, read_pool  # noqa: E402
+
+STATUSES = ("pass", "mismatch", "compile_error", "runtime_error", "timeout", "invalid_input")
+NOT_JUDGED = ("not_runnable", "no_result")
+FAILING = ("mismatch", "compile_error", "runtime_error", "timeout")
+
+
+# -- running kdebug ------------------------------------------------------------------------------
+class Kdebug:
+    """The CLI in subprocesses, with a scratch data folder; knows which optional flags it takes."""
+
+    def __init__(self, data_dir: Path, python: str = sys.executable):
+        self.python = python
+        self.env = {**os.environ, "KDEBUG_DATA_DIR": str(data_dir),
+                    "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+        self._help: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def takes(self, command: str, flag: str) -> bool:
+        """Does `kdebug COMMAND` accept FLAG (read from its --help once)?"""
+        with self._lock:
+            if command not in self._help:
+                try:
+                    out = subprocess.run([self.python, "-m", "debugger.cli", command, "--help"], env=self.env,
+                                         capture_output=True, text=True, timeout=120)
+                    self._help[command] = out.stdout
+                except (OSError, subprocess.TimeoutExpired):
+                    self._help[command] = ""
+        return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", self._help[command]) is not None
+
+    def run(self, args: list[str], timeout: float, cwd: Path) -> dict:
+        """{'exit', 'json' (or None), 'seconds', 'stderr_tail', 'timed_out'} of `kdebug ARGS --json`."""
+        t0 = time.time()
+        try:
+            out = subprocess.run([self.python, "-m", "debugger.cli", *args, "--json"], env=self.env, cwd=cwd,
+                                 capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            tail = (e.stderr or b"")[-600:]
+            return {"exit": None, "json": None, "seconds": round(time.time() - t0, 1), "timed_out": True,
+                    "stderr_tail": tail.decode(errors="replace") if isinstance(tail, bytes) else str(tail)}
+        try:
+            data = json.loads(out.stdout)
+        except json.JSONDecodeError:
+            data = None
+        return {"exit": out.returncode, "json": data if isinstance(data, dict) else None,
+                "seconds": round(time.time() - t0, 1), "timed_out": False, "stderr_tail": out.stderr[-600:]}
+
+
+def _optional(kd: Kdebug, command: str, flags: dict[str, str | None], used: dict) -> list[str]:
+    """The optional flags this kdebug takes, recording which were left out in `used`."""
+    out = []
+    for flag, value in flags.items():
+        if value is None:
+            continue
+        if kd.takes(command, flag):
+            out += [flag, value]
+        else:
+            used.setdefault("left_out", []).append(f"{command} {flag} {value}")
+    return out
+
+
+def eval_fields(data: dict | None) -> dict:
+    """What a row keeps of an eval JSON object (tolerating fields this kdebug does not report yet)."""
+    if not data:
+        return {}
+    out = {"status": data.get("status"), "message": str(data.get("message") or "")[:300],
+           "checks": len(data.get("checks") or []),
+           "failed_checks": [c.get("name") for c in data.get("checks") or [] if not c.get("passed")][:12]}
+    verdicts = data.get("verdicts")
+    if isinstance(verdicts, dict):
+        for name in ("kernel", "kernelbench"):
+            v = verdicts.get(name)
+            if isinstance(v, dict):
+                out[name] = {"status": v.get("status"), "failed": list(v.get("failed") or [])[:12],
+                             "skipped": v.get("skipped") or {}}
+    if data.get("verdict_note"):
+        out["verdict_note"] = str(data["verdict_note"])[:300]
+    pm = data.get("parameter_map")
+    if isinstance(pm, dict):
+        out["parameter_map"] = {"pairs": len(pm.get("pairs") or []),
+                                "unmatched_candidate": list(pm.get("unmatched_candidate") or [])[:20],
+                                "unmatched_reference": list(pm.get("unmatched_reference") or [])[:20]}
+    return out
+
+
+def verdict(row: dict, semantics: str) -> str:
+    """kdebug's status for an answer under `semantics`: a STATUSES value, not_runnable or no_result."""
+    if row.get("not_runnable"):
+        return "not_runnable"
+    ev = row.get("eval") or {}
+    if not ev.get("status"):
+        return "no_result"
+    v = ev.get(semantics)
+    if isinstance(v, dict) and v.get("status"):
+        return v["status"]
+    if semantics == "kernel" or ev["status"] in ("invalid_input", "compile_error"):
+        return ev["status"]  # a kdebug reporting one verdict, or a failure before any check ran
+    return "no_result"
+
+
+def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
+    """One answer through eval (and diagnose, repair, check when asked); the result row."""
+    row = {**answer.row(), "case_dir": str(case), "flags": {}}
+    if answer.language == "cuda" and opts.device == "cpu":
+        row["not_runnable"] = "CUDA (load_inline) needs nvcc and a GPU; run with --device cuda"
+        return row
+    device = ["--device", opts.device]
+    flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes}, row["flags"])
+    res = kd.run(["eval", str(case), *device, *flags], opts.timeout, out)
+    row["eval"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
+    if res["json"] is None:
+        row["eval"]["error"] = "timed out" if res["timed_out"] else "no JSON: " + res["stderr_tail"][-300:]
+    failing = verdict(row, "kernel") in FAILING
+    if failing and opts.diagnose:
+        flags = _optional(kd, "diagnose", {"--sizes": opts.sizes}, row["flags"])
+        res = kd.run(["diagnose", str(case), *device, *flags], opts.timeout, out)
+        hyps = (res["json"] or {}).get("hypotheses") or []
+        top = hyps[0] if hyps else {}
+        row["diagnose"] = {"status": (res["json"] or {}).get("status"), "exit": res["exit"],
+                           "seconds": res["seconds"], "top": top.get("bug_class"),
+                           "confidence": top.get("confidence"),
+                           "ranked": [h.get("bug_class") for h in hyps[:3]]}
+    if failing and opts.repair:
+        target = out / "repairs" / f"{answer.id.replace('/', '__')}.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        flags = _optional(kd, "repair", {"--sizes": opts.sizes, "--max-iters": opts.max_iters,
+                                         "--wall-budget": opts.wall_budget}, row["flags"])
+        res = kd.run(["repair", str(case), "--backend", "kb", "--no-write-back", "-o", str(target), *device,
+                      *flags], opts.repair_timeout, out)
+        data = res["json"] or {}
+        row["repair"] = {"status": data.get("status") or ("timed out" if res["timed_out"] else "no_result"),
+                         "exit": res["exit"], "iterations": data.get("iterations"), "seconds": res["seconds"],
+                         "bug_class": data.get("bug_class"), "output": data.get("output")}
+        if data.get("status") == "repaired" and data.get("output") and Path(data["output"]).is_file():
+            flags = _optional(kd, "check", {"--policy": opts.policy}, row["flags"])
+            res = kd.run(["check", data["output"], "--ref", str(case / "reference.py"), *device, *flags],
+                         opts.timeout, out)
+            chk = res["json"] or {}
+            row["check"] = {"verdict": chk.get("verdict"), "exit": res["exit"], "seconds": res["seconds"],
+                            "rules": sorted({f.get("rule") for f in chk.get("findings") or [] if f.get("rule")})}
+    return row
+
+
+# -- selecting answers ---------------------------------------------------------------------------
+def select(answers: list[Answer], only: str, limit: int | None) -> list[Answer]:
+    """Answers with a case folder to write, by recorded verdict (`only`), at most `limit` of them,
+    taken in turn from the recorded classes so a limit still samples each."""
+    keep = [a for a in answers if a.usable() is None]
+    if only == "mismatch":
+        keep = [a for a in keep if a.recorded == "fail" and a.recorded_class in ("numerical_mismatch", "nearmiss")]
+    elif only == "correct":
+        keep = [a for a in keep if a.recorded == "pass"]
+    if limit is None or limit >= len(keep):
+        return keep
+    by_class: dict[str, list[Answer]] = {}
+    for a in keep:
+        by_class.setdefault(a.recorded_class, []).append(a)
+    picked, queues = [], [list(v) for _, v in sorted(by_class.items())]
+    while len(picked) < limit:
+        for q in queues:
+            if q and len(picked) < limit:
+                picked.append(q.pop(0))
+    return picked
+
+
+def check_out(out: Path, pool: Path) -> None:
+    """OUT must be outside the repository and the pool."""
+    o = out.resolve()
+    for inside, what in ((REPO.resolve(), "the repository"), (pool.resolve(), "the pool")):
+        if o == inside or inside in o.parents:
+            raise SystemExit(f"real_pool: --out must be a scratch folder outside {what}: {out}")
+
+
+# -- the summary and the table ---------------------------------------------------------------------
+def agreement(rows: list[dict], semantics: str) -> dict:
+    """Matrix recorded class -> kdebug status, and agreement over the answers both judged."""
+    matrix: dict[str, dict[str, int]] = {}
+    agree = judged = 0
+    disagreements = []
+    for r in rows:
+        got = verdict(r, semantics)
+        key = f"{r.get('recorded') or 'none'} ({r.get('recorded_class')})"
+        matrix.setdefault(key, {})
+        matrix[key][got] = matrix[key].get(got, 0) + 1
+        if r.get("recorded") in ("pass", "fail") and got not in NOT_JUDGED:
+            judged += 1
+            if (got == "pass") == (r["recorded"] == "pass"):
+                agree += 1
+            else:
+                disagreements.append({"id": r["id"], "recorded": r["recorded"], "kdebug": got,
+                                      "why": _why(r, semantics)})
+    reported = semantics == "kernel" or any(semantics in (r.get("eval") or {}) for r in rows)
+    return {"matrix": matrix, "agree": agree, "judged": judged, "disagreements": disagreements,
+            "reported": reported}
+
+
+def _why(row: dict, semantics: str) -> str:
+    """One line on a disagreement: the checks that failed, else the eval's message."""
+    ev = row.get("eval") or {}
+    failed = (ev.get(semantics) or {}).get("failed") if isinstance(ev.get(semantics), dict) else None
+    if failed:
+        return "fails " + ", ".join(failed) + (f" ({ev['message'][:120]})" if ev.get("message") else "")
+    return (ev.get("message") or ev.get("error") or "")[:160]
+
+
+def repair_counts(rows: list[dict]) -> dict[str, dict]:
+    """Per diagnosed class (diagnose's top hypothesis, else the repair's bug_class): repair outcomes."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        if "repair" not in r:
+            continue
+        klass = (r.get("diagnose") or {}).get("top") or r["repair"].get("bug_class") or "none"
+        c = out.setdefault(klass, {"tried": 0, "repaired_accepted": 0, "repaired_rejected_by_check": 0,
+                                   "rejected": 0, "unrepaired": 0, "other": 0, "seconds": [], "iterations": []})
+        c["tried"] += 1
+        status = r["repair"]["status"]
+        if status == "repaired":
+            key = "repaired_accepted" if (r.get("check") or {}).get("verdict") == "accept" else \
+                "repaired_rejected_by_check"
+        else:
+            key = status if status in ("rejected", "unrepaired") else "other"
+        c[key] += 1
+        c["seconds"].append(r["repair"].get("seconds") or 0)
+        if r["repair"].get("iterations") is not None:
+            c["iterations"].append(r["repair"]["iterations"])
+    return out
+
+
+def summary(rows: list[dict], meta: dict) -> dict:
+    evals = [r["eval"]["seconds"] for r in rows if (r.get("eval") or {}).get("seconds") is not None]
+    return {**meta, "answers": len(rows), "not_runnable": sum(1 for r in rows if r.get("not_runnable")),
+            "agreement": {s: agreement(rows, s) for s in ("kernel", "kernelbench")},
+            "repairs": repair_counts(rows),
+            "eval_seconds": {"median": _median(evals), "p90": _pct(evals, 0.9), "total": round(sum(evals), 1)},
+            "flags_left_out": sorted({f for r in rows for f in (r.get("flags") or {}).get("left_out", [])})}
+
+
+def _median(xs):
+    return round(statistics.median(xs), 1) if xs else None
+
+
+def _pct(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(q * len(xs)))], 1)
+
+
+def markdown(s: dict) -> str:
+    """The summary as Markdown (the section for eval/RESULTS.md)."""
+    lines = [f"Pool `{s['pool']}`, {s['answers']} answers ({s['selection']}), --device {s['device']}, "
+             f"{s['date']}, commit {s['commit']}, wall {s['wall_seconds']} s.", "",
+             "    " + s["command"], ""]
+    if s["not_runnable"]:
+        lines += [f"{s['not_runnable']} answers not runnable here (CUDA needs nvcc and a GPU): not counted "
+                  "as failures.", ""]
+    for sem, a in s["agreement"].items():
+        cols = [c for c in (*STATUSES, *NOT_JUDGED) if any(c in m for m in a["matrix"].values())]
+        if not a["reported"]:
+            lines += [f"{sem} verdict: not reported by this kdebug.", ""]
+            continue
+        lines += [f"**{sem} verdict**: agrees with the recorded verdict on {a['agree']} of {a['judged']} "
+                  "answers both judged.", "",
+                  f"| recorded \\ kdebug ({sem}) | " + " | ".join(cols) + " | total |",
+                  "| --- | " + " | ".join("---:" for _ in cols) + " | ---: |"]
+        for key in sorted(a["matrix"]):
+            m = a["matrix"][key]
+            lines.append(f"| {key} | " + " | ".join(str(m.get(c, 0)) for c in cols) + f" | {sum(m.values())} |")
+        lines.append("")
+        if a["disagreements"]:
+            lines.append(f"Disagreements ({sem}):")
+            lines += [f"- `{d['id']}`: recorded {d['recorded']}, kdebug {d['kdebug']}: {d['why']}"
+                      for d in a["disagreements"]]
+            lines.append("")
+    if s["repairs"]:
+        lines += ["Repairs (kb backend) of the answers kdebug's kernel verdict fails, per diagnosed class:", "",
+                  "| diagnosed class | tried | repaired, check accepts | repaired, check rejects | rejected | "
+                  "unrepaired | other | median s | median iterations |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for klass, c in sorted(s["repairs"].items()):
+            lines.append(f"| {klass} | {c['tried']} | {c['repaired_accepted']} | {c['repaired_rejected_by_check']} | "
+                         f"{c['rejected']} | {c['unrepaired']} | {c['other']} | {_median(c['seconds'])} | "
+                         f"{_median(c['iterations'])} |")
+        lines.append("")
+    e = s["eval_seconds"]
+    lines.append(f"Time: eval median {e['median']} s, p90 {e['p90']} s, total {e['total']} s over the answers run.")
+    if s["flags_left_out"]:
+        lines.append("Flags this kdebug did not take (left out): " + ", ".join(f"`{f}`" for f in s["flags_left_out"]))
+    return "\n".join(lines) + "\n"
+
+
+# -- main ------------------------------------------------------------------------------------------
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("path", type=Path)
+    ap.add_argument("--problems", type=Path, help="KernelBench checkout with the references (default: PATH)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--only", choices=["mismatch", "correct", "all"], default="all")
+    ap.add_argument("--diagnose", action="store_true", help="kdebug diagnose the answers kdebug fails")
+    ap.add_argument("--repair", action="store_true", help="kdebug repair --backend kb the answers kdebug fails")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--out", type=Path, help="scratch folder (default: a new temporary folder)")
+    ap.add_argument("--resume", action="store_true", help="keep OUT/rows.jsonl's rows, run only the others")
+    ap.add_argument("--semantics", choices=["kernel", "kernelbench"])
+    ap.add_argument("--sizes", choices=["auto", "published", "small"])
+    ap.add_argument("--policy", choices=["kernelbench", "strict"], default="kernelbench",
+                    help="kdebug check's policy for repaired answers (default kernelbench)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per eval / diagnose / check (default 900)")
+    ap.add_argument("--repair-timeout", type=float, default=1200, help="seconds per repair (default 1200)")
+    ap.add_argument("--max-iters")
+    ap.add_argument("--wall-budget")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    opts = parse(argv)
+    t0 = time.time()
+    out = opts.out or Path(tempfile.mkdtemp(prefix="real_pool-"))
+    check_out(out, opts.path)
+    out.mkdir(parents=True, exist_ok=True)
+    answers, unread = read_pool(opts.path, opts.problems)
+    chosen = select(answers, opts.only, opts.limit)
+    rows_path = out / "rows.jsonl"
+    done = {}
+    if opts.resume and rows_path.is_file():
+        for line in rows_path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done[r["id"]] = r
+    elif rows_path.exists():
+        rows_path.unlink()
+    kd = Kdebug(out / "data")
+    print(f"real_pool: {len(answers)} answers read ({len(unread)} unreadable records), {len(chosen)} selected, "
+          f"{len(done)} already done; out {out}", file=sys.stderr)
+    lock = threading.Lock()
+
+    def one(answer: Answer) -> dict:
+        if answer.id in done:
+            return done[answer.id]
+        case = answer.write(out / "cases")
+        row = run_answer(answer, case, kd, opts, out)
+        with lock, rows_path.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        ev = row.get("eval") or {}
+        print(f"  {answer.id}: recorded {answer.recorded}, kernel {verdict(row, 'kernel')}, kernelbench "
+              f"{verdict(row, 'kernelbench')}" + (f", repair {row['repair']['status']}" if "repair" in row else "")
+              + (f" ({ev.get('seconds')} s)" if ev else ""), file=sys.stderr)
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+        rows = list(pool.map(one, chosen))
+    argv_text = " ".join(sys.argv[1:]) if argv is None else " ".join(map(str, argv))
+    meta = {"pool": str(opts.path), "device": opts.device, "selection": f"--only {opts.only}" +
+            (f" --limit {opts.limit}" if opts.limit else ""), "command": f"python eval/real_pool.py {argv_text}",
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": _commit(),
+            "wall_seconds": round(time.time() - t0, 1), "answers_in_pool": len(answers), "unread": unread[:50]}
+    s = summary(rows, meta)
+    (out / "rows.json").write_text(json.dumps({"summary": s, "rows": rows}, indent=1))
+    (out / "table.md").write_text(markdown(s))
+    print(markdown(s))
+    print(f"real_pool: wrote {out / 'rows.json'} and {out / 'table.md'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""eval/real_pool.py: reading both kinds of pool into case folders outside them, selecting, the rows'
+verdicts (CUDA not runnable on the CPU), the agreement matrix and repair table, and one end-to-end run
+on a tiny pool of pure-PyTorch answers (one real `kdebug eval` subprocess)."""
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from ingest.answers import pool_kind, read_pool
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("real_pool", REPO / "eval" / "real_pool.py")
+real_pool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(real_pool)
+
+REF = (REPO / "tests/data/kernels/add_reference.py").read_text()
+TORCH_ADD = ("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+             "    def forward(self, a, b):\n        return a + b\n")
+TORCH_SUB = TORCH_ADD.replace("a + b", "a - b")
+CUDA_ADD = ('import torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n'
+            'src = "__global__ void add(const float* a, const float* b, float* c, int n) {}"\n\n\n'
+            'class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a + b\n')
+
+
+def case(folder: Path, candidate: str, toml: str = "") -> Path:
+    folder.mkdir(parents=True)
+    (folder / "reference.py").write_text(REF)
+    (folder / "candidate.py").write_text(candidate)
+    if toml:
+        (folder / "case.toml").write_text(toml)
+    return folder
+
+
+def cases_pool(root: Path) -> Path:
+    pool = root / "pool"
+    case(pool / "honest" / "add__m1", TORCH_ADD,
+         'kind = "honest"\natol = 1e-3\n[provenance]\nmodel = "m1"\nop = "add"\n')
+    case(pool / "nearmiss" / "sub__m2", TORCH_SUB)
+    case(pool / "nearmiss" / "cuda_add__m2", CUDA_ADD)
+    (pool / "README.md").write_text("a pool\n")
+    return pool
+
+
+def kernelbench_pool(root: Path) -> Path:
+    pool = root / "kb"
+    (pool / "KernelBench" / "level1").mkdir(parents=True)
+    (pool / "KernelBench" / "level1" / "1_Add.py").write_text(REF)
+    run = pool / "runs" / "gemini_level1_run"
+    run.mkdir(parents=True)
+    (run / "level_1_problem_1_sample_0_kernel.py").write_text(CUDA_ADD)
+    (run / "level_1_problem_2_sample_0_kernel.py").write_text(CUDA_ADD)  # no reference for problem 2
+    (run / "eval_results.json").write_text(json.dumps({"1": [{"sample_id": 0, "compiled": True, "correctness": False,
+                                                              "metadata": {"correctness_issue": "Output mismatch",
+                                                                           "max_difference": ["2.0"]}}]}))
+    opus = pool / "runs" / "opus4_level1_20250903"
+    opus.mkdir()
+    (opus / "problem_1_kernel.py").write_text(TORCH_ADD)
+    (opus / "detailed_results.json").write_text(json.dumps({"run_info": {"level": 1, "model": "opus"}, "results": [
+        {"problem_id": 1, "success": True, "eval_result": {"compiled": True, "correctness": True, "metadata": {}}}]}))
+    return pool
+
+
+def test_cases_pool_read_and_written_outside_it(tmp_path):
+    pool = cases_pool(tmp_path)
+    assert pool_kind(pool) == "cases"
+    answers, unread = read_pool(pool)
+    by_id = {a.id: a for a in answers}
+    assert set(by_id) == {"honest/add__m1", "nearmiss/sub__m2", "nearmiss/cuda_add__m2"} and unread == []
+    assert [(by_id[i].recorded, by_id[i].language) for i in sorted(by_id)] == [
+        ("pass", "torch"), ("fail", "cuda"), ("fail", "torch")]
+    assert by_id["honest/add__m1"].model == "m1" and by_id["honest/add__m1"].problem == "add"
+    before = sorted(p.relative_to(pool) for p in pool.rglob("*"))
+    folder = by_id["honest/add__m1"].write(tmp_path / "out" / "cases")
+    assert folder == tmp_path / "out" / "cases" / "honest__add__m1"
+    assert (folder / "candidate.py").read_text() == TORCH_ADD and "atol = 1e-3" in (folder / "case.toml").read_text()
+    assert sorted(p.relative_to(pool) for p in pool.rglob("*")) == before
+    with pytest.raises(SystemExit):
+        real_pool.check_out(pool / "scratch", pool)
+    with pytest.raises(SystemExit):
+        real_pool.check_out(REPO / "eval" / "scratch", pool)
+
+
+def test_kernelbench_pool_both_layouts_and_selection(tmp_path):
+    pool = kernelbench_pool(tmp_path)
+    assert pool_kind(pool) == "kernelbench"
+    answers, _ = read_pool(pool)
+    by_id = {a.id: a for a in answers}
+    assert set(by_id) == {"gemini-level1-run/level1/1", "gemini-level1-run/level1/2", "opus4-level1-20250903/level1/1"}
+    gem, opus = by_id["gemini-level1-run/level1/1"], by_id["opus4-level1-20250903/level1/1"]
+    assert (gem.recorded, gem.recorded_class, gem.language) == ("fail", "numerical_mismatch", "cuda")
+    assert (opus.recorded, opus.recorded_class, opus.language, opus.model) == ("pass", "correct", "torch", "opus")
+    assert by_id["gemini-level1-run/level1/2"].usable() == "no reference for this problem"
+    assert [a.id for a in real_pool.select(answers, "mismatch", None)] == [gem.id]
+    assert [a.id for a in real_pool.select(answers, "correct", None)] == [opus.id]
+    assert len(real_pool.select(answers, "all", None)) == 2  # the one without a reference is left out
+    folder = gem.write(tmp_path / "out")
+    assert (folder / "reference.py").read_text() == REF and "numerical_mismatch" in (folder / "case.toml").read_text()
+
+
+class FakeKdebug:
+    """Canned JSON per command; takes no optional flag but --policy."""
+
+    def __init__(self, replies):
+        self.replies, self.calls = replies, []
+
+    def takes(self, command, flag):
+        return flag == "--policy"
+
+    def run(self, args, timeout, cwd):
+        self.calls.append(args)
+        return {"exit": 0, "json": self.replies[args[0]], "seconds": 2.0, "timed_out": False, "stderr_tail": ""}
+
+
+def opts(**kw):
+    base = dict(device="cpu", semantics=None, sizes="auto", diagnose=True, repair=True, max_iters="4",
+                wall_budget=None, policy="kernelbench", timeout=10, repair_timeout=10)
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_rows_repair_flow_and_the_table(tmp_path):
+    answers = {a.id: a for a in read_pool(cases_pool(tmp_path))[0]}
+    out = tmp_path / "out"
+    fake = FakeKdebug({
+        "eval": {"status": "mismatch", "message": "mismatch on 3/16 checks",
+                 "checks": [{"name": "seed0", "passed": False}],
+                 "verdicts": {"kernel": {"status": "mismatch", "failed": ["seed0"]},
+                              "kernelbench": {"status": "mismatch", "failed": ["kb_trial0"]}},
+                 "parameter_map": {"pairs": [["w", "w"]], "unmatched_candidate": [], "unmatched_reference": ["b"]}},
+        "diagnose": {"status": "diagnosed", "hypotheses": [{"bug_class": "operator_misread", "confidence": 0.8}]},
+        "repair": {"status": "repaired", "iterations": 2, "bug_class": "operator_misread",
+                   "output": str(tmp_path / "fixed.py")},
+        "check": {"verdict": "accept", "findings": []}})
+    (tmp_path / "fixed.py").write_text(TORCH_ADD)
+    a = answers["nearmiss/sub__m2"]
+    row = real_pool.run_answer(a, a.write(out / "cases"), fake, opts(), out)
+    assert [c[0] for c in fake.calls] == ["eval", "diagnose", "repair", "check"]
+    assert "--sizes" not in fake.calls[0] and fake.calls[3][-2:] == ["--policy", "kernelbench"]
+    assert row["flags"]["left_out"] == ["eval --sizes auto", "diagnose --sizes auto", "repair --sizes auto",
+                                        "repair --max-iters 4"]
+    assert row["eval"]["parameter_map"] == {"pairs": 1, "unmatched_candidate": [], "unmatched_reference": ["b"]}
+    assert row["diagnose"]["top"] == "operator_misread" and row["check"]["verdict"] == "accept"
+    cuda = answers["nearmiss/cuda_add__m2"]
+    fake.calls.clear()
+    cuda_row = real_pool.run_answer(cuda, cuda.write(out / "cases"), fake, opts(), out)
+    assert fake.calls == [] and "nvcc" in cuda_row["not_runnable"]
+    assert real_pool.verdict(cuda_row, "kernel") == "not_runnable"
+    honest = {**answers["honest/add__m1"].row(), "flags": {},
+              "eval": {"status": "mismatch", "message": "mismatch on 2/16 checks", "seconds": 4.0,
+                       "kernel": {"status": "mismatch", "failed": ["noncontiguous"]},
+                       "kernelbench": {"status": "pass", "failed": []}}}
+    old = {**honest, "id": "honest/old", "eval": {"status": "pass", "seconds": 6.0}}  # a kdebug with one verdict
+    rows = [row, cuda_row, honest, old]
+    s = real_pool.summary(rows, {"pool": "P", "device": "cpu", "selection": "--only all", "command": "python x",
+                                 "date": "d", "commit": "c", "wall_seconds": 1})
+    k, kb = s["agreement"]["kernel"], s["agreement"]["kernelbench"]
+    assert k["matrix"] == {"fail (nearmiss)": {"mismatch": 1, "not_runnable": 1},
+                           "pass (honest)": {"mismatch": 1, "pass": 1}}
+    assert (k["agree"], k["judged"]) == (2, 3) and [d["id"] for d in k["disagreements"]] == ["honest/add__m1"]
+    assert kb["matrix"]["pass (honest)"] == {"pass": 1, "no_result": 1} and (kb["agree"], kb["judged"]) == (2, 2)
+    assert s["repairs"]["operator_misread"]["repaired_accepted"] == 1 and s["not_runnable"] == 1
+    md = real_pool.markdown(s)
+    assert "agrees with the recorded verdict on 2 of 3 answers" in md
+    assert "| pass (honest) | 1 | 1 | 0 | 2 |" in md  # columns pass, mismatch, not_runnable
+    assert "- `honest/add__m1`: recorded pass, kdebug mismatch: fails noncontiguous" in md
+    assert "| operator_misread | 1 | 1 | 0 | 0 | 0 | 0 | 2.0 | 2 |" in md
+    assert "1 answers not runnable here" in md and "`eval --sizes auto`" in md
+
+
+def test_end_to_end_on_a_tiny_pool(tmp_path):
+    pool = tmp_path / "pool"
+    case(pool / "honest" / "add__m1", TORCH_ADD)
+    case(pool / "nearmiss" / "cuda_add__m2", CUDA_ADD)
+    out = tmp_path / "out"
+    assert real_pool.main([str(pool), "--device", "cpu", "--out", str(out), "--timeout", "300"]) == 0
+    data = json.loads((out / "rows.json").read_text())
+    rows = {r["id"]: r for r in data["rows"]}
+    assert real_pool.verdict(rows["honest/add__m1"], "kernel") == "pass"
+    assert rows["honest/add__m1"]["eval"]["exit"] == 0 and rows["honest/add__m1"]["eval"]["checks"] > 5
+    assert real_pool.verdict(rows["nearmiss/cuda_add__m2"], "kernel") == "not_runnable"
+    assert data["summary"]["agreement"]["kernel"]["agree"] == data["summary"]["agreement"]["kernel"]["judged"] == 1
+    assert "python eval/real_pool.py" in (out / "table.md").read_text()
+    assert len((out / "rows.jsonl").read_text().splitlines()) == 2
+    assert not list((pool / "honest" / "add__m1").glob("*.repaired.py"))
