@@ -3,6 +3,8 @@
     python eval/real_pool.py PATH [--device cpu|cuda] [--limit N] [--only mismatch|correct|all]
                              [--diagnose] [--repair] [--jobs N] [--out DIR] [--resume]
                              [--semantics kernel|kernelbench] [--sizes auto|published|small]
+                             [--shard K/N] [--deadline S]
+    python eval/real_pool.py --from-rows A/rows.json B/rows.json [--out DIR]    # shards merged, nothing run
 
 PATH: a KernelBench checkout or ../shared/real/kernelbench-fork (runs/ + KernelBench/), or a pool of
 case folders such as ../shared/real/tritonbench-t-dev (nearmiss/ = recorded fail, honest/ = recorded
@@ -19,7 +21,9 @@ never run and never counted as failures.
 
 Writes OUT/rows.jsonl (one row per answer, as it finishes; --resume skips the rows already there),
 OUT/rows.json (rows + summary) and OUT/table.md (the agreement matrix per semantics, the
-disagreements, repair counts per diagnosed class, time), the Markdown for eval/RESULTS.md.
+disagreements, repair counts per diagnosed class, time), the Markdown for eval/RESULTS.md. A run
+that does not fit one sitting (a device call of 10 minutes) is cut into `--shard K/N` slices, each with
+a `--deadline` to stop starting answers in time, and their rows.json files merged with --from-rows.
 """
 from __future__ import annotations
 
@@ -206,6 +210,36 @@ def select(answers: list[Answer], only: str, limit: int | None) -> list[Answer]:
     return picked
 
 
+def shard(answers: list[Answer], spec: str | None) -> list[Answer]:
+    """The K-th (1-based) of N interleaved slices: answer i is in slice i % N + 1."""
+    if not spec:
+        return answers
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise SystemExit(f"real_pool: --shard wants K/N, not {spec!r}") from None
+    if not 1 <= k <= n:
+        raise SystemExit(f"real_pool: --shard {spec}: K must be in 1..N")
+    return answers[k - 1::n]
+
+
+def read_rows(paths: list[Path]) -> tuple[list[dict], list[dict]]:
+    """(rows, the summaries they came with) of rows.jsonl / rows.json files; a later row of the same id wins."""
+    rows: dict[str, dict] = {}
+    summaries = []
+    for path in paths:
+        text = path.read_text()
+        if path.suffix == ".json":
+            data = json.loads(text)
+            summaries.append(data.get("summary") or {})
+            items = data.get("rows") or []
+        else:
+            items = [json.loads(line) for line in text.splitlines() if line.strip()]
+        for r in items:
+            rows[r["id"]] = r
+    return list(rows.values()), summaries
+
+
 def check_out(out: Path, pool: Path) -> None:
     """OUT must be outside the repository and the pool."""
     o = out.resolve()
@@ -294,11 +328,15 @@ def markdown(s: dict) -> str:
     lines = [f"Pool `{s['pool']}`, {s['answers']} answers ({s['selection']}), --device {s['device']}, "
              f"{s['date']}, commit {s['commit']}, wall {s['wall_seconds']} s.", "",
              "    " + s["command"], ""]
+    if s.get("left_by_deadline"):
+        lines += [f"{s['left_by_deadline']} selected answers not started (--deadline): not in the table.", ""]
     if s["not_runnable"]:
         lines += [f"{s['not_runnable']} answers not runnable here (CUDA needs nvcc and a GPU): not counted "
                   "as failures.", ""]
     for sem, a in s["agreement"].items():
         cols = [c for c in (*STATUSES, *NOT_JUDGED) if any(c in m for m in a["matrix"].values())]
+        if not s["eval_seconds"]["median"] and sem != "kernel":
+            continue  # nothing was run: one matrix of the recorded verdicts is enough
         if not a["reported"]:
             lines += [f"{sem} verdict: not reported by this kdebug.", ""]
             continue
@@ -326,7 +364,9 @@ def markdown(s: dict) -> str:
                          f"{_median(c['iterations'])} |")
         lines.append("")
     e = s["eval_seconds"]
-    lines.append(f"Time: eval median {e['median']} s, p90 {e['p90']} s, total {e['total']} s over the answers run.")
+    if e["median"] is not None:
+        lines.append(f"Time: eval median {e['median']} s, p90 {e['p90']} s, total {e['total']} s over the answers "
+                     "run.")
     if s["flags_left_out"]:
         lines.append("Flags this kdebug did not take (left out): " + ", ".join(f"`{f}`" for f in s["flags_left_out"]))
     return "\n".join(lines) + "\n"
@@ -343,7 +383,7 @@ def _commit() -> str:
 
 def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("path", type=Path)
+    ap.add_argument("path", type=Path, nargs="?", help="the pool (not with --from-rows)")
     ap.add_argument("--problems", type=Path, help="KernelBench checkout with the references (default: PATH)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--limit", type=int)
@@ -361,24 +401,60 @@ def parse(argv=None):
     ap.add_argument("--repair-timeout", type=float, default=1200, help="seconds per repair (default 1200)")
     ap.add_argument("--max-iters")
     ap.add_argument("--wall-budget")
-    return ap.parse_args(argv)
+    ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N interleaved slices of the selection")
+    ap.add_argument("--deadline", type=float, metavar="S",
+                    help="start no answer after S seconds; the rest is left out (and counted)")
+    ap.add_argument("--from-rows", nargs="+", type=Path, metavar="ROWS",
+                    help="run nothing: the table of these rows.jsonl / rows.json files (shards merged)")
+    opts = ap.parse_args(argv)
+    if (opts.path is None) == (opts.from_rows is None):
+        ap.error("give PATH, or --from-rows ROWS...")
+    return opts
+
+
+def _argv_text(argv) -> str:
+    return " ".join(sys.argv[1:]) if argv is None else " ".join(map(str, argv))
+
+
+def write_outputs(out: Path, rows: list[dict], meta: dict) -> dict:
+    """rows.json and table.md in OUT; the summary."""
+    s = summary(rows, meta)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rows.json").write_text(json.dumps({"summary": s, "rows": rows}, indent=1))
+    (out / "table.md").write_text(markdown(s))
+    print(markdown(s))
+    print(f"real_pool: wrote {out / 'rows.json'} and {out / 'table.md'}", file=sys.stderr)
+    return s
+
+
+def merge(opts, argv) -> int:
+    """--from-rows: the table of rows run elsewhere (the shards of a GPU run), nothing run."""
+    rows, summaries = read_rows(opts.from_rows)
+    first = summaries[0] if summaries else {}
+    commands = [x["command"] for x in summaries if x.get("command")]
+    meta = {"pool": first.get("pool", "?"), "device": first.get("device", "?"),
+            "selection": first.get("selection", "?"), "date": first.get("date", "?"),
+            "commit": first.get("commit", "?"),
+            "wall_seconds": round(sum(x.get("wall_seconds") or 0 for x in summaries), 1),
+            "command": "; ".join(commands + [f"python eval/real_pool.py {_argv_text(argv)}"])}
+    write_outputs(opts.out or Path(tempfile.mkdtemp(prefix="real_pool-")), rows, meta)
+    return 0
 
 
 def main(argv=None) -> int:
     opts = parse(argv)
+    if opts.from_rows:
+        return merge(opts, argv)
     t0 = time.time()
     out = opts.out or Path(tempfile.mkdtemp(prefix="real_pool-"))
     check_out(out, opts.path)
     out.mkdir(parents=True, exist_ok=True)
     answers, unread = read_pool(opts.path, opts.problems)
-    chosen = select(answers, opts.only, opts.limit)
+    chosen = shard(select(answers, opts.only, opts.limit), opts.shard)
     rows_path = out / "rows.jsonl"
     done = {}
     if opts.resume and rows_path.is_file():
-        for line in rows_path.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                done[r["id"]] = r
+        done = {r["id"]: r for r in read_rows([rows_path])[0]}
     elif rows_path.exists():
         rows_path.unlink()
     kd = Kdebug(out / "data")
@@ -386,9 +462,11 @@ def main(argv=None) -> int:
           f"{len(done)} already done; out {out}", file=sys.stderr)
     lock = threading.Lock()
 
-    def one(answer: Answer) -> dict:
+    def one(answer: Answer) -> dict | None:
         if answer.id in done:
             return done[answer.id]
+        if opts.deadline is not None and time.time() - t0 > opts.deadline:
+            return None
         case = answer.write(out / "cases")
         row = run_answer(answer, case, kd, opts, out)
         with lock, rows_path.open("a") as fh:
@@ -400,17 +478,16 @@ def main(argv=None) -> int:
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        rows = list(pool.map(one, chosen))
-    argv_text = " ".join(sys.argv[1:]) if argv is None else " ".join(map(str, argv))
-    meta = {"pool": str(opts.path), "device": opts.device, "selection": f"--only {opts.only}" +
-            (f" --limit {opts.limit}" if opts.limit else ""), "command": f"python eval/real_pool.py {argv_text}",
+        results = list(pool.map(one, chosen))
+    rows = [r for r in results if r is not None]
+    selection = f"--only {opts.only}" + (f" --limit {opts.limit}" if opts.limit else "") + \
+        (f" --shard {opts.shard}" if opts.shard else "")
+    meta = {"pool": str(opts.path), "device": opts.device, "selection": selection,
+            "command": f"python eval/real_pool.py {_argv_text(argv)}",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": _commit(),
-            "wall_seconds": round(time.time() - t0, 1), "answers_in_pool": len(answers), "unread": unread[:50]}
-    s = summary(rows, meta)
-    (out / "rows.json").write_text(json.dumps({"summary": s, "rows": rows}, indent=1))
-    (out / "table.md").write_text(markdown(s))
-    print(markdown(s))
-    print(f"real_pool: wrote {out / 'rows.json'} and {out / 'table.md'}", file=sys.stderr)
+            "wall_seconds": round(time.time() - t0, 1), "answers_in_pool": len(answers), "unread": unread[:50],
+            "left_by_deadline": len(results) - len(rows)}
+    write_outputs(out, rows, meta)
     return 0
 
 

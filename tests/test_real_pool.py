@@ -183,3 +183,26 @@ def test_end_to_end_on_a_tiny_pool(tmp_path):
     assert "python eval/real_pool.py" in (out / "table.md").read_text()
     assert len((out / "rows.jsonl").read_text().splitlines()) == 2
     assert not list((pool / "honest" / "add__m1").glob("*.repaired.py"))
+
+
+def test_shards_cover_the_selection_once_and_merge(tmp_path):
+    answers = read_pool(cases_pool(tmp_path))[0]
+    slices = [real_pool.shard(answers, f"{k}/2") for k in (1, 2)]
+    assert sorted(a.id for s in slices for a in s) == sorted(a.id for a in answers) and all(slices)
+    with pytest.raises(SystemExit):
+        real_pool.shard(answers, "3/2")
+    # two shards' rows.json merged into one table; the later row of an id wins
+    base = {"pool": "cases", "recorded_class": "honest", "recorded": "pass", "flags": {}}
+    one = {"summary": {"command": "python eval/real_pool.py P --shard 1/2", "pool": "P", "device": "cuda",
+                       "wall_seconds": 10}, "rows": [{**base, "id": "a", "eval": {"status": "mismatch"}}]}
+    two = {"summary": {"command": "python eval/real_pool.py P --shard 2/2", "wall_seconds": 5},
+           "rows": [{**base, "id": "b", "eval": {"status": "pass"}}]}
+    (tmp_path / "1.json").write_text(json.dumps(one))
+    (tmp_path / "2.json").write_text(json.dumps(two))
+    (tmp_path / "3.jsonl").write_text(json.dumps({**base, "id": "a", "eval": {"status": "pass"}}) + "\n")
+    out = tmp_path / "merged"
+    assert real_pool.main(["--from-rows", str(tmp_path / "1.json"), str(tmp_path / "2.json"),
+                           str(tmp_path / "3.jsonl"), "--out", str(out)]) == 0
+    s = json.loads((out / "rows.json").read_text())["summary"]
+    assert s["answers"] == 2 and s["agreement"]["kernel"]["agree"] == 2 and s["wall_seconds"] == 15
+    assert s["command"].startswith("python eval/real_pool.py P --shard 1/2; python eval/real_pool.py P --shard 2/2")
