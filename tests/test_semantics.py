@@ -213,3 +213,101 @@ def test_cli_semantics_sets_the_exit_status(tmp_path):
     assert out["status"] == "mismatch" and out["verdicts"]["kernel"]["status"] == "pass"
     assert out["parameter_map"]["pairs"][0]["candidate"] == "gamma"
     assert out["verdict_note"].startswith("parameter_init")
+
+
+LINEAR_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.relu(self.gemm(x))
+
+
+batch, in_features, out_features = 6, 40, 24
+
+
+def get_inputs():
+    return [torch.randn(batch, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+
+LINEAR_OWN_INIT = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def linear_relu_kernel(x_ptr, w_ptr, b_ptr, out_ptr, K, N, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(x_ptr + row * K + ks, mask=ks < K, other=0.0)
+        w = tl.load(w_ptr + cols[:, None] * K + ks[None, :], mask=(cols[:, None] < N) & (ks[None, :] < K), other=0.0)
+        acc += tl.sum(w * x[None, :], axis=1)
+    acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0)
+    tl.store(out_ptr + row * N + cols, tl.maximum(acc, 0.0), mask=cols < N)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        # weights drawn with randn and a zero bias: not nn.Linear's kaiming-uniform initialisation
+        self.weight = nn.Parameter(torch.randn(out_features, in_features) * 0.1)
+        self.bias = nn.Parameter(torch.zeros(out_features))
+
+    def forward(self, x):
+        x = x.contiguous()
+        M, K = x.shape
+        N = self.weight.shape[0]
+        out = torch.empty(M, N, device=x.device, dtype=x.dtype)
+        linear_relu_kernel[(M, triton.cdiv(N, 16))](x, self.weight, self.bias, out, K, N, BLOCK_N=16, BLOCK_K=16)
+        return out
+'''
+
+
+def test_parameter_init_recipe_fixes_the_affine_kernel():
+    from debugger.recipes.parameter_init import parameter_init_patch
+
+    before = evaluate(case_from_sources(AFFINE_REF, OWN_INIT), "cpu", checks=[standard_checks()[0]])
+    patch = parameter_init_patch(OWN_INIT, AFFINE_REF, before.parameter_map)
+    assert patch is not None and patch.bug_class == "parameter_init"
+    assert "class _ModelParameters" in patch.new_src and "self.scale = nn.Parameter" in patch.new_src
+    after = evaluate(case_from_sources(AFFINE_REF, patch.new_src), "cpu",
+                     checks=[standard_checks()[0], kernelbench_checks()[0]], semantics="kernelbench")
+    assert after.status == "pass" and after.verdicts["kernel"]["status"] == "pass"
+    assert all(p["own_init_diff"] == 0.0 for p in after.parameter_map["pairs"])
+    assert parameter_init_patch(patch.new_src, AFFINE_REF, after.parameter_map) is None  # nothing left to fix
+
+
+def test_kb_repair_fixes_parameter_init_of_a_linear_kernel_and_the_gate_accepts(tmp_path, monkeypatch):
+    from debugger.case import load_case
+    from debugger.diagnose import diagnose
+    from debugger.repair import repair
+
+    monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "case").mkdir()
+    (tmp_path / "case" / "reference.py").write_text(LINEAR_REF)
+    (tmp_path / "case" / "candidate.py").write_text(LINEAR_OWN_INIT)
+    case = load_case(tmp_path / "case")
+    diag = diagnose(case, "cpu", experiments=False, probes=False, localise=False)
+    assert diag.bug_class == "parameter_init"
+    assert any("weight (Model's gemm.weight" in e for e in diag.hypotheses[0]["evidence"])
+    result = repair(case, backend="kb", write_files=False, semantics="kernelbench", write_back=False)
+    assert result.status == "repaired", result.message
+    assert result.bug_class == "parameter_init" and result.iterations == 1
+    assert result.verdict["verdict"] == "accept"
+    final = evaluate(case.with_candidate(result.repaired_src), "cpu", semantics="kernelbench")
+    assert final.status == "pass" and final.verdicts["kernel"]["status"] == "pass"

@@ -11,6 +11,7 @@ from debugger.backends.base import Proposal
 from debugger.backends.mutations import mutations
 from debugger.backends.ranking import RecipeRanker, diagnosis_features
 from debugger.recipes import propose_all, sibling_ranks
+from debugger.recipes.parameter_init import parameter_init_patch
 
 CLASS_WEIGHT = 6.0
 EXPERIMENT_FIXED = 50.0
@@ -69,6 +70,11 @@ class KBBackend:
                 if p.new_src not in seen:
                     seen.add(p.new_src)
                     base.append(p)
+        if "parameter_init" in class_conf:  # a host-side fix: needs the reference and the correspondence
+            fix = parameter_init_patch(candidate_src, context.get("reference_src") or "",
+                                       (diagnosis.get("evaluation") or {}).get("parameter_map"))
+            if fix is not None and fix.new_src not in seen:
+                base.append(fix)
         patches = (base + [(p, "template") for p in self._templates(candidate_src)]
                    + [(p, "mutation") for p in mutations(candidate_src)])
         for item in patches:

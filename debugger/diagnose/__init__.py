@@ -3,15 +3,18 @@
 `diagnose(case)` evaluates with captured tensors, reads the error maps of every failing check, adds
 the dependence on input sets, static facts and recipe sites from the source, the probes of an
 instrumented copy (CPU interpreter), localisation across kernels (which kernel's output departs
-first from the reference's intermediates), and counterfactual experiments, then ranks bug-class
-hypotheses with their evidence and source lines.
+first from the reference's intermediates), and counterfactual experiments (recipe patches, both
+models in eval mode), then ranks bug-class hypotheses with their evidence and source lines. A
+candidate whose kernel passes with Model's weights mapped in but fails KernelBench's verdict is
+diagnosed from the parameter correspondence (diagnose/semantics.py).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from debugger.case import Case
-from debugger.diagnose import errormap, ranking, static
+from debugger.diagnose import errormap, ranking, rewrite, semantics, static
 from debugger.diagnose.experiments import run_experiments
 from debugger.evaluate import run_evaluation
 from debugger.recipes import propose_all
@@ -32,6 +35,7 @@ class Diagnosis:
     probes: dict = field(default_factory=dict)
     experiments: list[dict] = field(default_factory=list)
     localisation: dict = field(default_factory=dict)  # multi-kernel candidates: the kernel that departs first
+    needs_rewrite: dict | None = None  # {"reason", "evidence"}: the run shows the code never computes the operator
     signature: str | None = None
     evaluation: dict = field(default_factory=dict)
 
@@ -57,6 +61,9 @@ class Diagnosis:
         if self.localisation.get("target"):
             from debugger.diagnose.localisation import describe
             lines.append(f"localisation: {describe(self.localisation)}")
+        if self.needs_rewrite:
+            lines.append(f"needs a rewrite ({self.needs_rewrite['reason']}): "
+                         f"{'; '.join(self.needs_rewrite['evidence'])}")
         return "\n".join(lines)
 
 
@@ -74,7 +81,8 @@ def _tags(diag: Diagnosis, report, block_sizes) -> set[str]:
     for maps in diag.error_maps.values():
         for facts in maps:
             tags.update(facts.get("symptoms", []))
-    drift = any((c.drift or 0) > 0 for c in report.checks)
+    # A race changes finite values between runs; inf/NaN drift is overflow or poison, not a race.
+    drift = any(math.isfinite(c.drift or 0) and (c.drift or 0) > 0 for c in report.checks)
     if drift and "never_written" not in tags:
         tags.add("run_to_run_drift")
     tags.update(f["tag"] for f in diag.static)
@@ -95,6 +103,9 @@ def _summary(diag: Diagnosis, report) -> str:
     if diag.localisation.get("target"):
         from debugger.diagnose.localisation import describe
         text += f" Localisation: {describe(diag.localisation)}."
+    if diag.needs_rewrite:
+        text += (f" Needs a rewrite ({diag.needs_rewrite['reason']}): "
+                 f"{'; '.join(diag.needs_rewrite['evidence'])}.")
     return text
 
 
@@ -113,6 +124,27 @@ def _error_map(ref, run1, run2, case: Case, blocks, device: str) -> dict:
                                    device=device)
 
 
+def _pipeline_only(diag: Diagnosis, report) -> Diagnosis:
+    """The kernel passes with Model's weights mapped in; only KernelBench's verdict fails."""
+    finding = semantics.parameter_init_hypothesis(report)
+    findings = [finding] if finding else [
+        {"bug_class": "other", "score": 1.0, "evidence": [report.verdict_note or "only KernelBench's trials fail"],
+         "lines": [], "recipes": []}]
+    diag.hypotheses = ranking.rank(set(), [], [], findings=findings)
+    diag.symptoms = ["kernel_passes", "kernelbench_fails"]
+    diag.summary = (f"The kernel is right with Model's weights mapped in; KernelBench's verdict fails. "
+                    f"{report.verdict_note}")
+    return diag
+
+
+def _untried(patches: list, experiments: list[dict]) -> list[dict]:
+    """The proposals no experiment ran, as {recipe, bug_class}."""
+    from debugger.backends.base import source_hash
+
+    ran = {e.get("patch_hash") for e in experiments}
+    return [{"recipe": p.recipe, "bug_class": p.bug_class} for p in patches if source_hash(p.new_src) not in ran]
+
+
 def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, experiment_budget: int = 6,
              probes: bool = True, localise: bool = True, timeout: float = 120.0, evaluation=None) -> Diagnosis:
     """Evaluate (or reuse `evaluation`, a captured Evaluation), then localise and classify."""
@@ -120,12 +152,14 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     report = ev.report
     diag = Diagnosis(status="diagnosed", evaluation=report.to_dict(),
                      signature=report.signature.key() if report.signature else None)
-    if report.status == "pass":
-        diag.status, diag.summary = "passes", "the candidate passes every check"
-        return diag
     if report.status == "invalid_input":
         diag.status, diag.summary = "invalid_input", report.message
         return diag
+    if all(v["status"] == "pass" for v in report.verdicts.values()):
+        diag.status, diag.summary = "passes", "the candidate passes every check"
+        return diag
+    if report.verdicts.get("kernel", {}).get("status") == "pass":
+        return _pipeline_only(diag, report)
     blocks = static.block_sizes(case.candidate_src)
     for name, art in ev.artifacts.items():
         check = next((c for c in report.checks if c.name == name), None)
@@ -162,11 +196,22 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         diag.experiments = run_experiments(case, report, patches + guesses, [h["bug_class"] for h in prelim],
                                            device=device,
                                            budget=experiment_budget, timeout=timeout)
-    diag.hypotheses = ranking.rank(tags, diag.recipe_sites, diag.experiments)
+    findings = []
+    if experiments and report.status in ("mismatch", "runtime_error"):
+        mode = semantics.eval_mode_experiment(case, report, device, timeout)
+        if mode is not None:
+            diag.experiments.append(mode)
+    for hypothesis in (semantics.parameter_init_hypothesis(report),
+                       semantics.operator_misread_hypothesis(case, report, tags, diag.experiments)):
+        if hypothesis is not None:
+            findings.append(hypothesis)
+    diag.hypotheses = ranking.rank(tags, diag.recipe_sites, diag.experiments, findings=findings)
     span = (diag.localisation.get("target") or {}).get("lines")
     if span:  # lines in the kernel that departs first come first
         for h in diag.hypotheses:
             h["lines"] = sorted(h["lines"], key=lambda n: (not span[0] <= n <= span[1], n))
     diag.symptoms = sorted(t for t in tags if not t.startswith("family:"))
+    if report.status in ("mismatch", "runtime_error"):
+        diag.needs_rewrite = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, diag.experiments))
     diag.summary = _summary(diag, report)
     return diag

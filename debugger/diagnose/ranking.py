@@ -3,22 +3,26 @@
 Evidence comes as tags (error map, dependence, probes, static facts), as recipe sites (a located bug
 shape of some class), as operator families of the reference (a scan bug needs a scan), and as
 experiments (a recipe's patch that makes the failing checks pass). Scores become confidences
-through a softmax; the weights are written down here, where a person can read and tune them.
+through a softmax; the weights are written down here, where a person can read and tune them. A class
+is `supported` when the run itself backs it (run tags, an experiment, a finding); the ranking follows
+that evidence: no unsupported class leads a supported one.
 """
 from __future__ import annotations
 
 import math
 
 from debugger.settings import bug_classes
+from debugger.symptoms import DEPENDENCE, ERROR_MAP, MAGNITUDE, PROBES
 
 # class -> {evidence tag: weight}
 WEIGHTS: dict[str, dict[str, float]] = {
     "mask_missing": {"tail_block_wrong": 2.5, "unmasked_load": 1.0, "unmasked_store": 1.0, "masked_lane_store": 2.0,
                      "out_of_bounds_load": 2.0, "nan_in_output": 0.5, "fails_other_shapes": 0.5, "sparse_wrong": 0.5,
                      "memory_fault": 2.5},
-    "grid_undercount": {"never_written": 1.5, "floor_div_grid": 3.0, "programs_missing": 1.5, "tail_block_wrong": 1.0},
+    "grid_undercount": {"never_written": 1.5, "floor_div_grid": 3.0, "programs_missing": 1.5, "tail_block_wrong": 1.0,
+                        "zero_programs": 1.5},
     "unwritten_output": {"never_written": 2.5, "programs_missing": 1.0, "periodic_errors": 0.5,
-                         "whole_rows_wrong": 0.5, "whole_cols_wrong": 0.5},
+                         "whole_rows_wrong": 0.5, "whole_cols_wrong": 0.5, "buffer_mostly_unwritten": 1.0},
     "masked_fill_value": {"other_zero_before_max": 2.0, "fails_negative_inputs": 2.5, "constant_factor": 0.3,
                           "whole_rows_wrong": 0.3, "precision_noise": 0.3},
     "stride_layout": {"fails_noncontiguous": 4.0, "transposed": 1.0, "hardcoded_stride": 0.5},
@@ -55,10 +59,15 @@ DEFAULT_SITE_WEIGHT = 1.0
 EXPERIMENT_FIXED = 8.0    # a patch of this class made every failing check pass
 EXPERIMENT_BETTER = 2.0   # a patch of this class reduced the failures
 TEMPERATURE = 1.5
+SUPPORT_MIN = 0.8         # run-evidence weight that supports a class on its own
+# Tags observed in the run itself (not the source, not the reference's family).
+RUN_TAGS = set(ERROR_MAP) | set(MAGNITUDE) | set(DEPENDENCE) | set(PROBES)
 
 
-def score_classes(tags: set[str], sites: list[dict], experiments: list[dict]) -> dict[str, dict]:
-    """Per class: score and the evidence that contributed."""
+def score_classes(tags: set[str], sites: list[dict], experiments: list[dict],
+                  findings: list[dict] | None = None) -> dict[str, dict]:
+    """Per class: score and the evidence that contributed. `findings` are scored hypotheses built
+    elsewhere from their own counterfactual runs (diagnose/semantics.py: parameter_init...)."""
     out: dict[str, dict] = {c: {"score": 0.0, "evidence": [], "lines": set(), "recipes": []} for c in bug_classes()}
     for cls, weights in WEIGHTS.items():
         if cls not in out:
@@ -88,16 +97,48 @@ def score_classes(tags: set[str], sites: list[dict], experiments: list[dict]) ->
             out[cls]["score"] += EXPERIMENT_BETTER
             out[cls]["evidence"].append(f"experiment: {exp['description']} reduces the failures")
         out[cls]["lines"].update(exp.get("lines") or [])
+    for f in findings or []:
+        if f["bug_class"] in out:
+            entry = out[f["bug_class"]]
+            entry["score"] += f["score"]
+            entry["evidence"].extend(f["evidence"])
+            entry["lines"].update(f.get("lines") or [])
+            entry["recipes"].extend(r for r in f.get("recipes", []) if r not in entry["recipes"])
     return out
 
 
-def rank(tags: set[str], sites: list[dict], experiments: list[dict], top: int = 5) -> list[dict]:
+def run_support(cls: str, tags: set[str]) -> float:
+    """The weight of the tags observed in the run (error maps, dependence, probes) for a class:
+    the part of its score that is not the source's shape or the operator's family."""
+    return sum(w for t, w in WEIGHTS.get(cls, {}).items() if t in tags and t in RUN_TAGS)
+
+
+def _follow_the_evidence(scored: dict, tags: set[str], experiments: list[dict], findings) -> None:
+    """Mark each class supported when the run backs it (tags of the run weighing SUPPORT_MIN, an
+    experiment that fixed or reduced the failures, a finding of its own), and keep every
+    unsupported class below the best supported one: a class resting only on the prior, the
+    operator's family or the source's shape must not lead."""
+    tried = {e["bug_class"] for e in experiments if e.get("result") in ("fixed", "better")}
+    found = {f["bug_class"] for f in findings or []}
+    for cls, v in scored.items():
+        v["supported"] = cls in tried or cls in found or run_support(cls, tags) >= SUPPORT_MIN
+    best = max((v["score"] for v in scored.values() if v["supported"]), default=None)
+    if best is None:
+        return
+    for v in scored.values():
+        if not v["supported"] and v["score"] >= best:
+            v["score"] = max(0.0, best - 0.5)
+
+
+def rank(tags: set[str], sites: list[dict], experiments: list[dict], top: int = 5,
+         findings: list[dict] | None = None) -> list[dict]:
     """Hypotheses, most likely first: {bug_class, confidence, score, evidence, lines, recipes}."""
-    scored = score_classes(tags, sites, experiments)
+    scored = score_classes(tags, sites, experiments, findings)
     if all(v["score"] == 0 for v in scored.values()):
         scored["other"]["score"] = 1.0
         scored["other"]["evidence"].append("no evidence matches a known class")
-    items = sorted(scored.items(), key=lambda kv: -kv[1]["score"])
+    _follow_the_evidence(scored, tags, experiments, findings)
+    items = sorted(scored.items(), key=lambda kv: (-kv[1]["supported"], -kv[1]["score"]))
     zs = [math.exp(v["score"] / TEMPERATURE) for _, v in items]
     total = sum(zs)
     hyps = []
@@ -105,5 +146,6 @@ def rank(tags: set[str], sites: list[dict], experiments: list[dict], top: int = 
         if v["score"] <= 0 and hyps:
             break
         hyps.append({"bug_class": cls, "confidence": round(z / total, 3), "score": round(v["score"], 2),
-                     "evidence": v["evidence"], "lines": sorted(v["lines"]), "recipes": v["recipes"]})
+                     "evidence": v["evidence"], "lines": sorted(v["lines"]), "recipes": v["recipes"],
+                     "supported": bool(v["supported"])})
     return hyps

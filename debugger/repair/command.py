@@ -22,6 +22,9 @@ def register(sub, case_args) -> None:
     p.add_argument("--no-integrity", action="store_true", help="ablation: accept repairs without the gate")
     p.add_argument("--no-write-back", action="store_true", help="do not distil the fix into the knowledge base")
     p.add_argument("--resume", metavar="RUN_ID", help="resume an interrupted run from its checkpoint")
+    p.add_argument("--semantics", choices=["kernel", "kernelbench"], default="kernel",
+                   help="kernel (default): repaired when the kernel verdict passes (Model's weights mapped in); "
+                        "kernelbench: KernelBench's verdict (each model's own initialisation) must pass too")
     p.set_defaults(func=run)
     r = sub.add_parser("runs", help="list repair runs from the ledger")
     r.add_argument("run_id", nargs="?", help="show one run with its iterations")
@@ -42,7 +45,7 @@ def run(args) -> int:
     result = repair(case, settings=settings, output=args.output, progress=log, resume=args.resume,
                     strict_precision=args.strict_precision, retrieval=not args.no_retrieval,
                     instrumentation=not args.no_instrumentation, integrity=not args.no_integrity,
-                    write_back=not args.no_write_back)
+                    write_back=not args.no_write_back, semantics=args.semantics)
     if args.json:
         print_json(result.to_dict())
     else:

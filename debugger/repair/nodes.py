@@ -14,7 +14,7 @@ from debugger.backends.base import BackendError, source_hash
 from debugger.backends.edits import apply_edits
 from debugger.backends.ranking import diagnosis_features
 from debugger.case import Case, top_level_names
-from debugger.evaluate import run_evaluation, standard_checks
+from debugger.evaluate import kernelbench_checks, run_evaluation, standard_checks
 from debugger.repair.state import RepairState, RunContext
 
 HARNESS_NAMES = {"Model", "get_inputs", "get_init_inputs", "atol", "rtol"}
@@ -30,7 +30,8 @@ def _evaluation(state: RepairState, ctx: RunContext, src: str, capture: bool = T
     key = source_hash(src)
     ev = ctx.cache.get(key)
     if ev is None:
-        ev = run_evaluation(case_of(state, src), ctx.device, capture=capture, timeout=ctx.timeout)
+        ev = run_evaluation(case_of(state, src), ctx.device, capture=capture, timeout=ctx.timeout,
+                            semantics=ctx.evaluation_semantics)
         ctx.cache = {key: ev}  # keep only the latest (tensors can be large)
     return ev
 
@@ -179,14 +180,17 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     failing = [c["spec"] for c in best.get("checks", []) if not c["passed"] and c["status"] != "skipped" and c.get("spec")]
     case = case_of(state, src)
     if failing and not _experiment_fixed(state, src):
-        screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=True).report
+        screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=True,
+                                semantics=ctx.evaluation_semantics).report
         if not screen.passed:
             # Judge progress on the same footing as the best version: the checks it failed.
             score = screen.error_score()
             return {"verify": {"passed": False, "status": screen.status, "score": score, "screen": True,
                                "message": screen.message, "signature": screen.signature.key() if screen.signature else None,
                                "report": screen.to_dict()}}
-    ev = run_evaluation(case, ctx.device, checks=standard_checks(), capture=True, timeout=ctx.timeout)
+    checks = standard_checks() + (kernelbench_checks() if ctx.semantics == "kernelbench" else [])
+    ev = run_evaluation(case, ctx.device, checks=checks, capture=True, timeout=ctx.timeout,
+                        semantics=ctx.evaluation_semantics)
     ctx.cache = {source_hash(src): ev}
     report = ev.report
     return {"verify": {"passed": report.passed, "status": report.status, "score": report.error_score(),

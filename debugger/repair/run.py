@@ -79,7 +79,8 @@ def build_context(settings: Settings, *, backend: str, run_id: str, ledger, know
                       strict_precision=options.get("strict_precision", False),
                       write_back=options.get("write_back", True), retrieval=options.get("retrieval", True),
                       instrumentation=options.get("instrumentation", True),
-                      integrity=options.get("integrity", True), progress=progress)
+                      integrity=options.get("integrity", True), semantics=options.get("semantics", "kernel"),
+                      progress=progress)
 
 
 def open_knowledge(enabled: bool = True):

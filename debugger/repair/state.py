@@ -70,8 +70,15 @@ class RunContext:
     retrieval: bool = True
     instrumentation: bool = True
     integrity: bool = True
+    # kernel: repaired when the kernel verdict passes; kernelbench: KernelBench's verdict must pass too
+    semantics: str = "kernel"
     progress: Any = None
     cache: dict = field(default_factory=dict)  # per-run: captured evaluations by source hash
+
+    @property
+    def evaluation_semantics(self) -> str:
+        """What the loop's evaluations judge by: a KernelBench repair must also be a right kernel."""
+        return "both" if self.semantics == "kernelbench" else "kernel"
 
     def say(self, msg: str) -> None:
         if self.progress:
