@@ -10,6 +10,9 @@ def register(sub, case_args) -> None:
 
 
 def run(args) -> int:
+    from debugger import extras
+
+    extras.require("mcp", "kdebug mcp")
     from debugger.mcp_server import serve
     from debugger.output import log
 

@@ -1,6 +1,7 @@
 """Settings, resolved in one place: flag > environment (KDEBUG_*, OPENAI_*) > config file > default."""
 from __future__ import annotations
 
+import importlib.resources
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -21,16 +22,37 @@ def data_dir() -> Path:
     return path
 
 
+def curated_kb_dir() -> Path:
+    """The curated knowledge base shipped with kdebug: package data `debugger.kb` (the checkout's kb/).
+
+    pyproject maps the package `debugger.kb` onto the repository's kb/ folder, so an editable install
+    finds the checkout's files and a wheel its own copy; a source tree put on PYTHONPATH without
+    installing falls back to the kb/ beside the package. Read-only at run time.
+    """
+    try:
+        root = importlib.resources.files("debugger.kb")
+    except ModuleNotFoundError:
+        return REPO_DIR / "kb"
+    return Path(str(root))
+
+
 def kb_dir() -> Path:
-    """The knowledge base's files (KDEBUG_KB_DIR overrides; default: the repo's kb/)."""
+    """The curated knowledge base's files (KDEBUG_KB_DIR overrides; default: curated_kb_dir())."""
     d = os.environ.get("KDEBUG_KB_DIR")
-    return Path(d) if d else REPO_DIR / "kb"
+    return Path(d) if d else curated_kb_dir()
+
+
+def user_kb_dir(data: Path | None = None) -> Path:
+    """The user's own layer of the knowledge base, under the data folder: learned patterns
+    (patterns/learned/) and what `kdebug kb add` adds; merged with the curated files at load."""
+    return Path(data if data is not None else data_dir()) / "kb"
 
 
 @lru_cache(maxsize=1)
 def bug_classes() -> dict[str, str]:
     """The root-cause classes: id -> one-line summary (bug_classes.toml, a copy of shared/)."""
-    data = tomllib.loads((PACKAGE_DIR / "bug_classes.toml").read_text())
+    text = importlib.resources.files("debugger").joinpath("bug_classes.toml").read_text()
+    data = tomllib.loads(text)
     return {k: v["summary"] for k, v in data.items()}
 
 

@@ -6,14 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import shutil
-
 _DATA = tempfile.mkdtemp(prefix="kdebug-test-data-")
+# Learned patterns, the index and the ledger go to the data folder (<data>/kb for learned patterns);
+# the curated kb/ of the repository is only read (tests/test_packaging.py checks it stays so).
 os.environ.setdefault("KDEBUG_DATA_DIR", _DATA)
-# Tests never write into the repo's knowledge base: learned patterns go to a copy.
-_KB = Path(_DATA) / "kb"
-shutil.copytree(Path(__file__).resolve().parents[1] / "kb", _KB, ignore=shutil.ignore_patterns("learned"))
-os.environ.setdefault("KDEBUG_KB_DIR", str(_KB))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

@@ -392,7 +392,8 @@ def test_add_copies_validates_and_never_overwrites(small_kb, tmp_path):
     new = write_pattern(outside, "grid-floor-division", id="grid-rows-floor-division")
     new = new.rename(new.with_name("grid-rows-floor-division.md"))
     result = kb.add(new)
-    assert result["action"] == "added" and (kb_dir / "patterns" / "grid-rows-floor-division.md").exists()
+    assert result["action"] == "added" and (kb.user_dir / "patterns" / "grid-rows-floor-division.md").exists()
+    assert not (kb_dir / "patterns" / "grid-rows-floor-division.md").exists()  # the curated files are only read
     assert kb.stats()["patterns"] == 2
     with pytest.raises(KnowledgeError, match="already used by"):
         kb.add(new)

@@ -264,13 +264,14 @@ def test_learned_softmax_fix_repairs_softmin_and_merges_repeats(kb, tmp_path):
                            backend="openai", tokens={"prompt": 1800, "completion": 240},
                            bug_class="numerical_overflow", reference_src=SOFTMAX_REFERENCE, operator="softmax")
     assert result["action"] == "added"
-    path = kb.kb_dir / "patterns" / "learned" / f"{result['id']}.md"
+    path = kb.user_dir / "patterns" / "learned" / f"{result['id']}.md"
+    assert result["path"] == str(path) and path.is_relative_to(tmp_path / "data")
     pattern = load_pattern(path)
     assert (pattern.status, pattern.occurrences, pattern.bug_class) == ("learned", 1, "numerical_overflow")
     assert pattern.provenance[0].case == "softmax_overflow_case" and pattern.provenance[0].backend == "openai"
     assert "+    numerator = tl.exp(x - tl.max(x, axis=0))" in pattern.provenance[0].diff
     assert pattern.symptoms == ["nan_in_output", "fails_large_magnitude", "no_max_subtraction"]
-    assert lint(kb.kb_dir) == []
+    assert lint(kb.kb_dir, kb.user_dir) == [] and not (kb.kb_dir / "patterns" / "learned").exists()
 
     [recipe] = kb.learned_recipes("numerical_overflow")
     [patch] = recipe.propose(SOFTMIN_BEFORE)
@@ -289,7 +290,7 @@ def test_learned_softmax_fix_repairs_softmin_and_merges_repeats(kb, tmp_path):
     merged = load_pattern(path)
     assert merged.occurrences == 3 and [p.case for p in merged.provenance] == [
         "softmax_overflow_case", "softmax_overflow_case_2", "softmin_case"]
-    assert len(list((kb.kb_dir / "patterns" / "learned").iterdir())) == 1
+    assert len(list((kb.user_dir / "patterns" / "learned").iterdir())) == 1
     assert kb.stats()["learned_occurrences"] == 3
     assert kb.search(symptoms=["nan_in_output"], k=1)[0].id == result["id"]
 

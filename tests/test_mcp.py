@@ -112,7 +112,7 @@ async def test_record_fix_verifies_before_recording(client):
     r = await call(client, "record_fix", fixed_src=ADD_OK, agent="test-agent", **case)
     assert r["status"] == "recorded", r["reason"]
     path = Path(r["path"])
-    assert path.is_relative_to(os.environ["KDEBUG_KB_DIR"]) and path.exists()
+    assert path.is_relative_to(Path(os.environ["KDEBUG_DATA_DIR"]) / "kb" / "patterns" / "learned") and path.exists()
     assert r["verdict"]["verdict"] == "accept" and r["evaluation"]["passed"]
 
 

@@ -1,13 +1,14 @@
-"""A throw-away data folder and knowledge base for one benchmark run.
+"""A throw-away data folder for one benchmark run.
 
-The run sets KDEBUG_DATA_DIR and KDEBUG_KB_DIR to a temporary folder holding a copy of the knowledge
-base, so neither the user's knowledge base, nor their ledger, nor the repository is ever written.
-By default every case starts from the pristine copy (a fix learned on one case is forgotten before
-the next); with `across_run` the copy and the ledger persist across the cases of the run.
+The run sets KDEBUG_DATA_DIR to a temporary folder: the index, the ledger and the user's layer of the
+knowledge base (learned patterns, <data>/kb) all live there, so neither the user's own data, nor
+their learned patterns, nor the repository is ever written or read; the curated knowledge base is
+only read. By default every case starts from the curated knowledge base alone (a fix learned on one
+case is forgotten before the next); with `across_run` the learned patterns and the ledger persist
+across the cases of the run.
 """
 from __future__ import annotations
 
-import filecmp
 import os
 import shutil
 import tempfile
@@ -15,21 +16,13 @@ from pathlib import Path
 
 from debugger import settings
 
-ENV_KEYS = ("KDEBUG_DATA_DIR", "KDEBUG_KB_DIR")
-
-
-def _same_tree(a: Path, b: Path) -> bool:
-    cmp = filecmp.dircmp(a, b)
-    if cmp.left_only or cmp.right_only or cmp.diff_files or cmp.funny_files:
-        return False
-    return all(_same_tree(a / d, b / d) for d in cmp.common_dirs)
+ENV_KEYS = ("KDEBUG_DATA_DIR",)
 
 
 class Workspace:
-    """Context manager: a temporary data dir + kb copy, with the environment pointing at them."""
+    """Context manager: a temporary data dir, with the environment pointing at it."""
 
-    def __init__(self, source_kb: Path | None = None, *, across_run: bool = False, keep: bool = False):
-        self.source_kb = Path(source_kb) if source_kb else settings.kb_dir()
+    def __init__(self, *, across_run: bool = False, keep: bool = False):
         self.across_run = across_run
         self.keep = keep
         self.root: Path | None = None
@@ -37,29 +30,20 @@ class Workspace:
         self._case_no = 0
 
     @property
-    def kb_dir(self) -> Path:
-        return self.root / "kb"
-
-    @property
-    def pristine_kb(self) -> Path:
-        return self.root / "kb-pristine"
-
-    @property
     def data_dir(self) -> Path:
         return self.root / "data"
 
+    @property
+    def learned_dir(self) -> Path:
+        """The run's layer of the knowledge base (what the write-back adds)."""
+        return settings.user_kb_dir(self.data_dir)
+
     def __enter__(self) -> "Workspace":
         self.root = Path(tempfile.mkdtemp(prefix="kdebug-bench-"))
-        if self.source_kb.is_dir():
-            shutil.copytree(self.source_kb, self.pristine_kb)
-        else:
-            (self.pristine_kb / "patterns").mkdir(parents=True)
-        shutil.copytree(self.pristine_kb, self.kb_dir)
         self.data_dir.mkdir()
         for key in ENV_KEYS:
             self._saved_env[key] = os.environ.get(key)
         os.environ["KDEBUG_DATA_DIR"] = str(self.data_dir)
-        os.environ["KDEBUG_KB_DIR"] = str(self.kb_dir)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -81,14 +65,13 @@ class Workspace:
         return Ledger(self.data_dir / f"ledger-{self._case_no:04d}.db")
 
     def reset_knowledge(self) -> bool:
-        """Between cases (isolated runs): put the pristine knowledge base back. True if it had changed."""
-        if self.across_run or _same_tree(self.kb_dir, self.pristine_kb):
+        """Between cases (isolated runs): forget what the last case learned. True if it had learned any."""
+        if self.across_run or not self.learned_patterns():
             return False
-        shutil.rmtree(self.kb_dir)
-        shutil.copytree(self.pristine_kb, self.kb_dir)
+        shutil.rmtree(self.learned_dir)
         return True
 
     def learned_patterns(self) -> list[Path]:
-        """Pattern files present now that the pristine copy did not have."""
-        before = {p.relative_to(self.pristine_kb) for p in self.pristine_kb.rglob("*.md")}
-        return sorted(p for p in self.kb_dir.rglob("*.md") if p.relative_to(self.kb_dir) not in before)
+        """Pattern files the run has added to its layer of the knowledge base."""
+        root = self.learned_dir
+        return sorted(root.rglob("*.md")) if root.is_dir() else []

@@ -1,4 +1,4 @@
-"""`kdebug kb search|stats|add|reindex|lint`: the knowledge base from the command line."""
+"""`kdebug kb search|stats|add|promote|reindex|lint`: the knowledge base from the command line."""
 from __future__ import annotations
 
 from debugger.output import log, print_json
@@ -23,10 +23,18 @@ def register(sub, case_args) -> None:
         q = kbs.add_parser(name, help=help_)
         q.add_argument("--json", action="store_true")
         q.set_defaults(func=fn)
-    a = kbs.add_parser("add", help="add a pattern file or a reference-kernel folder (never overwrites)")
+    a = kbs.add_parser("add", help="add a pattern file or a reference-kernel folder to your layer of the "
+                                   "knowledge base, under the data folder (never overwrites)")
     a.add_argument("path")
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=add)
+    pr = kbs.add_parser("promote", help="copy a learned pattern (or an ingest draft) into a checkout's kb/ "
+                                        "for review (never overwrites)")
+    pr.add_argument("id", help="the pattern id (learned-..., draft-...)")
+    pr.add_argument("--to", metavar="DIR", help="the checkout's knowledge-base folder, the one holding "
+                                                "patterns/ (default: the curated kb, when it is a checkout's)")
+    pr.add_argument("--json", action="store_true")
+    pr.set_defaults(func=promote)
 
 
 def _kb():
@@ -97,4 +105,13 @@ def add(args) -> int:
         print_json(r)
     else:
         print(f"{r['action']} {r['kind']} {r['id']} -> {r['path']}")
+    return 0
+
+
+def promote(args) -> int:
+    r = _kb().promote(args.id, args.to)
+    if args.json:
+        print_json(r)
+    else:
+        print(f"promoted {r['id']} ({r['status']}) -> {r['path']}")
     return 0

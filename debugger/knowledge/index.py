@@ -4,7 +4,9 @@ Two chromadb collections hold one document per item each: `kb_text` (what the it
 symptoms, root cause, fix; for a reference kernel its operator and description) and `kb_code` (the
 Triton kernel functions of the item's example or kernel). SQLite (`kb.db`, table `items`) holds the
 metadata retrieval filters on, and the content hash that makes re-indexing incremental. Everything
-here is rebuildable from the files.
+here is rebuildable from the files: the curated knowledge base and the user's layer beside the index
+(<data dir>/kb). Without the `retrieval` extra (chromadb and the embedding model) only the SQLite
+table is kept and retrieval ranks on metadata alone; installing it later embeds every item.
 """
 from __future__ import annotations
 
@@ -13,13 +15,12 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-import chromadb
 import sqlite_utils
 
-from debugger import settings, symptoms
+from debugger import extras, settings, symptoms
 from debugger.knowledge import pysource
-from debugger.knowledge.embedder import PackagedMiniLM
 from debugger.knowledge.loader import load_all
+from debugger.output import log
 from debugger.knowledge.schema import Pattern, ReferenceKernel
 
 INDEX_VERSION = "1"  # bump when the documents below change: every item is then re-embedded
@@ -61,14 +62,42 @@ def chroma_id(kind: str, item_id: str) -> str:
     return f"{kind}:{item_id}"
 
 
-class KnowledgeIndex:
-    """The index under one data folder (chroma/ and kb.db); opens both lazily."""
+_warned = False
 
-    def __init__(self, data_dir: Path | str | None = None, embedder: PackagedMiniLM | None = None):
+
+def packaged_embedder():
+    """The packaged MiniLM embedding function, or None (said once) when the retrieval extra is missing."""
+    global _warned
+    if not extras.installed("retrieval"):
+        if not _warned:
+            log(f"kdebug: retrieval on metadata only, no embeddings ({extras.hint('retrieval')})")
+            _warned = True
+        return None
+    from debugger.knowledge.embedder import PackagedMiniLM
+
+    return PackagedMiniLM()
+
+
+class KnowledgeIndex:
+    """The index under one data folder (chroma/ and kb.db); opens both lazily.
+
+    `embedder` None (the retrieval extra missing): no chroma; similarities are empty.
+    """
+
+    def __init__(self, data_dir: Path | str | None = None, embedder=None):
         self.data_dir = Path(data_dir) if data_dir else settings.data_dir()
-        self.embedder = embedder or PackagedMiniLM()
+        self.embedder = embedder if embedder is not None else packaged_embedder()
         self._client = None
         self._db = None
+
+    @property
+    def user_dir(self) -> Path:
+        """The user's layer of the knowledge base (learned patterns, `kb add`) beside this index."""
+        return settings.user_kb_dir(self.data_dir)
+
+    @property
+    def embeddings(self) -> bool:
+        return self.embedder is not None
 
     # -- stores
 
@@ -88,6 +117,8 @@ class KnowledgeIndex:
 
     def collection(self, name: str):
         if self._client is None:
+            import chromadb
+
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._client = chromadb.PersistentClient(
                 path=str(self.data_dir / "chroma"),
@@ -100,19 +131,23 @@ class KnowledgeIndex:
     def reindex(self, kb_dir: Path | str | None = None) -> dict:
         """Bring the index in line with the files: embed new and changed items, drop deleted ones.
 
+        The files are the curated kb_dir (default settings.kb_dir()) and the user's layer (user_dir).
         Returns {"added", "updated", "removed", "unchanged"} counts and "problems" (invalid files,
         which are left out of the index).
         """
         kb_dir = Path(kb_dir) if kb_dir else settings.kb_dir()
-        loaded = load_all(kb_dir)
+        loaded = load_all(kb_dir, self.user_dir)
         current: dict[tuple[str, str], tuple[dict, tuple[str, str]]] = {}
         for p in loaded.patterns:
             current[(PATTERN, p.id)] = (self._pattern_row(p), pattern_documents(p))
         for k in loaded.kernels:
             current[(KERNEL, k.name)] = (self._kernel_row(k), kernel_documents(k))
         existing = {(r["kind"], r["id"]): r for r in self.db["items"].rows}
-        text, code = self.collection(TEXT), self.collection(CODE)
-        in_chroma = set(text.get(include=[])["ids"]) & set(code.get(include=[])["ids"])
+        if self.embeddings:
+            text, code = self.collection(TEXT), self.collection(CODE)
+            in_chroma = set(text.get(include=[])["ids"]) & set(code.get(include=[])["ids"])
+        else:
+            in_chroma = {chroma_id(*key) for key in existing}  # nothing to embed: the rows are the index
 
         counts = Counter()
         to_embed, rows = [], []
@@ -129,11 +164,12 @@ class KnowledgeIndex:
         gone = [key for key in existing if key not in current]
         if gone:
             ids = [chroma_id(*key) for key in gone]
-            text.delete(ids=ids)
-            code.delete(ids=ids)
+            if self.embeddings:
+                text.delete(ids=ids)
+                code.delete(ids=ids)
             for key in gone:
                 self.db["items"].delete(key)
-        if to_embed:
+        if to_embed and self.embeddings:
             ids = [chroma_id(*key) for key, _, _ in to_embed]
             metadatas = [{"kind": row["kind"], "bug_class": row["bug_class"] or ""} for _, row, _ in to_embed]
             text.upsert(ids=ids, documents=[d[0] for _, _, d in to_embed], metadatas=metadatas)
@@ -179,7 +215,11 @@ class KnowledgeIndex:
         return out
 
     def similarities(self, collection: str, text: str, kind: str | None = None) -> dict[str, float]:
-        """Cosine similarity (0..1) of `text` to every indexed item's document: chroma id -> similarity."""
+        """Cosine similarity (0..1) of `text` to every indexed item's document: chroma id -> similarity.
+
+        Empty without embeddings (the retrieval extra missing)."""
+        if not self.embeddings:
+            return {}
         col = self.collection(collection)
         n = col.count()
         if not n or not text.strip():
@@ -190,6 +230,7 @@ class KnowledgeIndex:
 
     def embed(self, texts: list[str]) -> list:
         """Embeddings of arbitrary texts with the index's model (normalised vectors)."""
+        extras.require("retrieval", "embedding")
         return self.embedder.embed_query(texts)
 
     def stats(self) -> dict:
@@ -210,6 +251,8 @@ class KnowledgeIndex:
             "classes_without_pattern": sorted(set(settings.bug_classes()) - {r["bug_class"] for r in patterns}),
             "last_indexed": max((r["indexed_at"] for r in rows), default=None),
             "data_dir": str(self.data_dir),
+            "user_dir": str(self.user_dir),
+            "embeddings": self.embeddings,
         }
 
 

@@ -1,8 +1,11 @@
 """Loading the knowledge base's files into validated records, and linting them.
 
 `load_pattern(path)` and `load_reference_kernel(folder)` raise KnowledgeError (one line) on the first
-problem; `load_all(kb_dir)` returns what is valid plus the problems; `lint(kb_dir)` lists every
-problem, including the ones that span files (duplicate ids).
+problem; `load_all(kb_dir, ...)` returns what is valid plus the problems; `lint(kb_dir, ...)` lists
+every problem, including the ones that span files (duplicate ids). Several roots are layers, the
+first one first: the curated files, then the user's (learned patterns, `kb add`). An id or kernel
+name that an earlier layer has already is shadowed there (a promoted pattern's learned original),
+not a problem; within one layer it is.
 """
 from __future__ import annotations
 
@@ -130,42 +133,56 @@ def load_reference_kernel(folder: Path) -> ReferenceKernel:
 
 @dataclass
 class Loaded:
-    """What `load_all` found: the valid records and one line per invalid file."""
+    """What `load_all` found: the valid records, one line per invalid file, and shadowed files."""
 
     patterns: list[Pattern] = field(default_factory=list)
     kernels: list[ReferenceKernel] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    shadowed: list[Path] = field(default_factory=list)  # a later layer's files an earlier layer overrides
 
 
-def load_all(kb_dir: Path) -> Loaded:
-    """Load every pattern and reference kernel under kb_dir; invalid files become problems.
+def load_all(*roots: Path) -> Loaded:
+    """Load every pattern and reference kernel under the roots (layers); invalid files become problems.
 
-    Of two patterns with the same id, the first (in path order) is kept and the second is a problem.
+    Of two patterns with the same id in one root, the first (in path order) is kept and the second is
+    a problem; a later root's pattern or kernel whose id an earlier root has is left out (shadowed).
     """
     out = Loaded()
     seen: dict[str, Path] = {}
-    for path in pattern_files(kb_dir):
-        try:
-            p = load_pattern(path)
-        except KnowledgeError as e:
-            out.problems.append(str(e))
-            continue
-        if p.id in seen:
-            out.problems.append(f"{path}: id {p.id!r} is already used by {seen[p.id]}")
-            continue
-        seen[p.id] = path
-        out.patterns.append(p)
-    for folder in kernel_folders(kb_dir):
-        try:
-            out.kernels.append(load_reference_kernel(folder))
-        except KnowledgeError as e:
-            out.problems.append(str(e))
+    kernels: set[str] = set()
+    for root in roots:
+        earlier = dict(seen)
+        for path in pattern_files(root):
+            try:
+                p = load_pattern(path)
+            except KnowledgeError as e:
+                out.problems.append(str(e))
+                continue
+            if p.id in earlier:
+                out.shadowed.append(path)
+                continue
+            if p.id in seen:
+                out.problems.append(f"{path}: id {p.id!r} is already used by {seen[p.id]}")
+                continue
+            seen[p.id] = path
+            out.patterns.append(p)
+        layer: set[str] = set()
+        for folder in kernel_folders(root):
+            if folder.name in kernels:
+                out.shadowed.append(folder)
+                continue
+            try:
+                out.kernels.append(load_reference_kernel(folder))
+            except KnowledgeError as e:
+                out.problems.append(str(e))
+            layer.add(folder.name)
+        kernels |= layer
     return out
 
 
-def lint(kb_dir: Path) -> list[str]:
+def lint(*roots: Path) -> list[str]:
     """Every problem in the knowledge base's files, one line each (empty: all is well)."""
-    loaded = load_all(kb_dir)
+    loaded = load_all(*roots)
     problems = list(loaded.problems)
     known = known_recipes()
     if known:

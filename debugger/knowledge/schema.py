@@ -1,7 +1,7 @@
 """The knowledge base's record types and their validation: patterns, learned templates, reference kernels.
 
-A pattern file is `kb/patterns/<id>.md` (learned ones under `kb/patterns/learned/`): YAML front matter
-validated by `FrontMatter`, then a Markdown body with the sections `## Symptom`, `## Root cause`,
+A pattern file is `kb/patterns/<id>.md` (learned ones under `<data dir>/kb/patterns/learned/`): YAML
+front matter validated by `FrontMatter`, then a Markdown body with the sections `## Symptom`, `## Root cause`,
 `## Fix`, `## Example`; the example holds fenced blocks `python reference`, `python before` and
 `python after` (complete KernelBench files). A reference kernel is a folder
 `kb/reference_kernels/<name>/` with reference.py, kernel.py and kernel.toml (`KernelToml`).

@@ -1,11 +1,13 @@
 """Write-back: a verified fix becomes a learned pattern file, or one more occurrence of a near twin.
 
-The pattern (kb/patterns/learned/<id>.md, status `learned`) carries the fix's provenance (case,
-unified diff, diagnosis summary, backend, tokens, date) and its template, so the kb backend can
-re-apply the edit to other kernels at no token cost (templates.TemplateRecipe). Before adding, the
-fix is compared with the learned patterns of the same bug class: the same abstracted edit (token
-similarity >= EDIT_MERGE) or a near-identical embedding of it (>= EMBED_MERGE) merges into the
-existing file (occurrences + 1, provenance appended) instead of adding a twin.
+The pattern (<data dir>/kb/patterns/learned/<id>.md, status `learned`: the user's layer, never the
+curated files of the checkout or the installed package) carries the fix's provenance (case, unified
+diff, diagnosis summary, backend, tokens, date) and its template, so the kb backend can re-apply the
+edit to other kernels at no token cost (templates.TemplateRecipe). Before adding, the fix is compared
+with the user's learned patterns of the same bug class: the same abstracted edit (token similarity
+>= EDIT_MERGE) or a near-identical embedding of it (>= EMBED_MERGE, with the retrieval extra) merges
+into the existing file (occurrences + 1, provenance appended) instead of adding a twin. `kdebug kb
+promote` copies one into a checkout's kb/ for review.
 """
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ def _near_twin(template: Template, bug_class: str, patterns: list[Pattern],
     scored = sorted(((_edit_similarity(mine, e), i) for i, e in enumerate(edits)), reverse=True)
     if scored[0][0] >= EDIT_MERGE:
         return same_class[scored[0][1]]
-    if index is not None:
+    if index is not None and index.embeddings:
         vectors = index.embed([" ".join(mine)] + [" ".join(e) for e in edits])
         sims = [float(np.dot(vectors[0], v)) for v in vectors[1:]]
         best = int(np.argmax(sims))
@@ -146,7 +148,8 @@ def record_fix(case_name: str, before_src: str, after_src: str, diagnosis: dict 
                tokens: int | dict | None, bug_class: str, kb_dir: Path | str | None = None,
                data_dir: Path | str | None = None, *, reference_src: str | None = None,
                operator: str | None = None, index: KnowledgeIndex | None = None) -> dict:
-    """Distil a verified fix into the knowledge base; returns {"action": "added"|"merged", "id", "path"}.
+    """Distil a verified fix into the user's layer of the knowledge base (under data_dir); returns
+    {"action": "added"|"merged", "id", "path"}. kb_dir (the curated files) is only read.
 
     The caller vouches that the fix passed the hidden inputs and the integrity gate.
     """
@@ -161,13 +164,14 @@ def record_fix(case_name: str, before_src: str, after_src: str, diagnosis: dict 
     provenance = Provenance(case=case_name, diff=unified_diff(before_src, after_src),
                             diagnosis=summarize_diagnosis(diagnosis) or None, backend=backend, tokens=tokens,
                             date=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    twin = _near_twin(template, bug_class, load_all(kb_dir).patterns, index)
+    user_dir = index.user_dir
+    twin = _near_twin(template, bug_class, load_all(user_dir).patterns, index)
     if twin is not None:
         result = _merge(twin, provenance)
     else:
         digest = hashlib.sha256("\x00".join(canonical_edit(template)).encode()).hexdigest()[:8]
         pid = f"learned-{bug_class.replace('_', '-')}-{digest}"
-        path = kb_dir / "patterns" / "learned" / f"{pid}.md"
+        path = user_dir / "patterns" / "learned" / f"{pid}.md"
         if path.exists():
             raise KnowledgeError(f"{path}: exists but was not recognised as the same fix (is it valid?)")
         op = re.sub(r"[^a-z0-9_-]+", "_", str(operator or diagnosis.get("operator") or "any").lower()).strip("_-")
