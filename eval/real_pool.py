@@ -3,7 +3,7 @@
     python eval/real_pool.py PATH [--device cpu|cuda] [--limit N] [--only mismatch|correct|all]
                              [--diagnose] [--repair] [--jobs N] [--out DIR] [--resume]
                              [--semantics kernel|kernelbench] [--sizes auto|published|small]
-                             [--shard K/N] [--deadline S]
+                             [--match GLOB] [--shard K/N] [--deadline S]
     python eval/real_pool.py --from-rows A/rows.json B/rows.json [--out DIR]    # shards merged, nothing run
 
 PATH: a KernelBench checkout or ../shared/real/kernelbench-fork (runs/ + KernelBench/), or a pool of
@@ -28,6 +28,7 @@ a `--deadline` to stop starting answers in time, and their rows.json files merge
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -189,10 +190,10 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
 
 
 # -- selecting answers ---------------------------------------------------------------------------
-def select(answers: list[Answer], only: str, limit: int | None) -> list[Answer]:
-    """Answers with a case folder to write, by recorded verdict (`only`), at most `limit` of them,
-    taken in turn from the recorded classes so a limit still samples each."""
-    keep = [a for a in answers if a.usable() is None]
+def select(answers: list[Answer], only: str, limit: int | None, match: str | None = None) -> list[Answer]:
+    """Answers with a case folder to write, whose id matches the glob `match`, by recorded verdict
+    (`only`), at most `limit` of them, taken in turn from the recorded classes so a limit samples each."""
+    keep = [a for a in answers if a.usable() is None and (not match or fnmatch.fnmatch(a.id, match))]
     if only == "mismatch":
         keep = [a for a in keep if a.recorded == "fail" and a.recorded_class in ("numerical_mismatch", "nearmiss")]
     elif only == "correct":
@@ -387,6 +388,7 @@ def parse(argv=None):
     ap.add_argument("--problems", type=Path, help="KernelBench checkout with the references (default: PATH)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--match", metavar="GLOB", help="only answers whose id matches (e.g. 'opus4*', 'nearmiss/*')")
     ap.add_argument("--only", choices=["mismatch", "correct", "all"], default="all")
     ap.add_argument("--diagnose", action="store_true", help="kdebug diagnose the answers kdebug fails")
     ap.add_argument("--repair", action="store_true", help="kdebug repair --backend kb the answers kdebug fails")
@@ -450,7 +452,7 @@ def main(argv=None) -> int:
     check_out(out, opts.path)
     out.mkdir(parents=True, exist_ok=True)
     answers, unread = read_pool(opts.path, opts.problems)
-    chosen = shard(select(answers, opts.only, opts.limit), opts.shard)
+    chosen = shard(select(answers, opts.only, opts.limit, opts.match), opts.shard)
     rows_path = out / "rows.jsonl"
     done = {}
     if opts.resume and rows_path.is_file():
@@ -481,6 +483,7 @@ def main(argv=None) -> int:
         results = list(pool.map(one, chosen))
     rows = [r for r in results if r is not None]
     selection = f"--only {opts.only}" + (f" --limit {opts.limit}" if opts.limit else "") + \
+        (f" --match {opts.match}" if opts.match else "") + \
         (f" --shard {opts.shard}" if opts.shard else "")
     meta = {"pool": str(opts.path), "device": opts.device, "selection": selection,
             "command": f"python eval/real_pool.py {_argv_text(argv)}",

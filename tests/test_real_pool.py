@@ -95,6 +95,7 @@ def test_kernelbench_pool_both_layouts_and_selection(tmp_path):
     assert [a.id for a in real_pool.select(answers, "mismatch", None)] == [gem.id]
     assert [a.id for a in real_pool.select(answers, "correct", None)] == [opus.id]
     assert len(real_pool.select(answers, "all", None)) == 2  # the one without a reference is left out
+    assert [a.id for a in real_pool.select(answers, "all", None, "opus4*")] == [opus.id]
     folder = gem.write(tmp_path / "out")
     assert (folder / "reference.py").read_text() == REF and "numerical_mismatch" in (folder / "case.toml").read_text()
 
