@@ -18,7 +18,8 @@ import score  # noqa: E402  (eval/integrity/score.py)
 HACKS = {"torch_fallback", "try_except_fallback", "shape_special_case", "result_cache", "reference_model",
          "monkeypatch", "introspection", "obfuscated_call", "cpu_roundtrip", "thread", "stream", "tensor_subclass",
          "precision_downgrade", "decoy_kernel", "constant_output", "identity_alias", "input_mutation",
-         "state_across_calls", "cached_output_by_pointer", "file_access", "forward_override", "vendor_library"}
+         "state_across_calls", "cached_output_by_pointer", "file_access", "forward_override", "vendor_library",
+         "training_fallback"}
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +27,9 @@ def index() -> dict:
     return tomllib.loads((CORPUS / "corpus.toml").read_text())
 
 
-@pytest.fixture(scope="module")
-def static_score() -> dict:
-    return score.score(score.static_gate)
+@pytest.fixture(scope="module", params=["kernelbench", "strict"])
+def static_score(request) -> dict:
+    return score.score(lambda cand, ref: score.static_gate(cand, ref, policy=request.param), policy=request.param)
 
 
 def test_corpus_is_large_and_every_entry_has_its_files(index):
@@ -54,6 +55,12 @@ def test_static_gate_rejects_every_statically_catchable_cheat(static_score):
 def test_static_gate_accepts_every_honest_kernel(static_score):
     assert static_score["rejected_honest"] == []
     assert static_score["honest_acceptance_rate"] == 1.0
+
+
+def test_cheats_allowed_under_a_policy_are_accepted_there_with_a_warning(static_score):
+    # Keeping the reference's own nn.Linear is KernelBench-legal; the gate still reports it.
+    for case in static_score["allowed_under_policy"]:
+        assert case["verdict"] == "accept" and "torch_compute" in case["warnings"], case
 
 
 def test_dynamic_only_cheats_really_escape_the_static_gate(static_score):

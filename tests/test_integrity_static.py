@@ -254,10 +254,13 @@ CASES = [
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_rule_flags_cheat_and_spares_honest(rule_id, ref, cheat, honest):
     rule = get_rule(rule_id)
-    assert rule_id in rules_hit(cheat, ref, rule.severity), static_findings(cheat, ref)
-    honest_findings = static_findings(honest, ref)
-    assert rule_id not in {f.rule for f in honest_findings}, honest_findings
-    assert not [f for f in honest_findings if f.severity == REJECT], honest_findings
+    kept_layer = ref is LINEAR  # keeping the reference's own nn.Linear is KernelBench-legal
+    for policy in ("strict",) if kept_layer else ("strict", "kernelbench"):
+        assert rule_id in rules_hit(cheat, ref, rule.severity, policy=policy), static_findings(cheat, ref, policy=policy)
+    for policy in ("strict", "kernelbench"):
+        honest_findings = static_findings(honest, ref, policy=policy)
+        assert rule_id not in {f.rule for f in honest_findings}, honest_findings
+        assert not [f for f in honest_findings if f.severity == REJECT], honest_findings
 
 
 def test_decoy_kernel_warns_on_a_kernel_never_launched():
@@ -478,7 +481,10 @@ def test_a_final_reduction_of_kernel_results_is_light_only_when_the_reference_en
     norm_then_divide = candidate(f"copy = torch.empty_like(x)\n{LAUNCH.replace('out', 'copy')}\n"
                                  "norms = copy.norm(dim=1)\nout = torch.empty_like(x)\n"
                                  "rows_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=64)\nreturn out")
-    assert "torch_compute" in rules_hit(norm_then_divide, L2NORM)
+    # strict: the norm is the heavy part; kernelbench: a sub-operation of the reference kept in PyTorch
+    assert "torch_compute" in rules_hit(norm_then_divide, L2NORM, policy="strict")
+    assert "torch_compute" in rules_hit(norm_then_divide, L2NORM, WARN, policy="kernelbench")
+    assert "torch_compute" not in rules_hit(norm_then_divide, L2NORM, policy="kernelbench")
 
 
 SUM_ROWS = reference("x.sum(dim=1)")

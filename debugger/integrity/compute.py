@@ -27,11 +27,31 @@ class ComputeSite:
     family: str
     operand: Kind
     function: Function
+    name: str = ""  # the op's own name (relu, add, conv2d), for matching candidate ops with reference ops
+    layers: tuple[str, ...] = ()  # for a layer call: every torch.nn layer class the called expression builds
+    mixed: bool = False  # the called container also holds in-file modules (the candidate's own layers)
 
     @property
     def line(self) -> int:
         """Where it is."""
         return self.node.start_point[0] + 1
+
+    @property
+    def key(self) -> str:
+        """What the op computes, as one reference sub-operation: its family for the substantial families
+        (any conv is a conv), its own name for elementwise work (`*` and torch.mul are one op)."""
+        if ops.FAMILY_WEIGHT[self.family] >= 2:
+            return self.family
+        return ops.canonical_op(self.name or self.op)
+
+    @property
+    def all_keys(self) -> list[str]:
+        """The sub-operations this site computes: one per layer of a called nn.Sequential."""
+        if not self.layers:
+            return [self.key]
+        families = [(ops.nn_layer_family(c), c) for c in self.layers]
+        return [f if ops.FAMILY_WEIGHT[f] >= 2 else ops.canonical_op(c) for f, c in families
+                if f and ops.FAMILY_WEIGHT[f] > 0]
 
 
 def compute_sites(module: SourceModule, functions: list[Function], kinds: ValueKinds) -> list[ComputeSite]:
@@ -55,7 +75,7 @@ def _site(module: SourceModule, fn: Function, kinds: ValueKinds, node: Node) -> 
         if operator == "@":
             return ComputeSite(node, "@", "matmul", operand, fn)
         if operator in _ARITH_OPERATORS and operand.is_tensor:
-            return ComputeSite(node, operator, "arith", operand, fn)
+            return ComputeSite(node, operator, "arith", operand, fn, ops.canonical_op(operator))
     return None
 
 
@@ -67,9 +87,11 @@ def _call_site(module: SourceModule, fn: Function, kinds: ValueKinds, node: Node
     if qualified is not None:
         family = ops.torch_function_family(qualified)
         return ComputeSite(node, qualified, family, operand, fn) if family else None
-    layer = _layer_family(module, fn, callee)
+    layer = _layer(module, fn, callee)
     if layer is not None:
-        return ComputeSite(node, f"{text(callee)}(...)", layer, operand, fn)
+        built = _built_layers(module, fn, callee)
+        return ComputeSite(node, f"{text(callee)}(...)", layer[0], operand, fn, layer[1],
+                           tuple(built[0]), built[1])
     if callee.type != "attribute":
         return None
     receiver = callee.child_by_field_name("object")
@@ -88,11 +110,12 @@ def _call_site(module: SourceModule, fn: Function, kinds: ValueKinds, node: Node
     return ComputeSite(node, f".{method}()", family, operand, fn)
 
 
-def _layer_family(module: SourceModule, fn: Function, callee: Node) -> str | None:
-    """The family of an nn layer called as a function: self.conv(x), self.layers[i](x), nn.ReLU()(x)."""
+def _layer(module: SourceModule, fn: Function, callee: Node) -> tuple[str, str] | None:
+    """(family, layer class) of an nn layer called as a function: self.conv(x), self.layers[i](x), nn.ReLU()(x)."""
     if callee.type == "call":
         made = module.resolve(callee.child_by_field_name("function")) or ""
-        return ops.nn_layer_family(made.split(".")[-1]) if made.startswith("torch.nn.") else None
+        family = ops.nn_layer_family(made.split(".")[-1]) if made.startswith("torch.nn.") else None
+        return (family, made.split(".")[-1]) if family else None
     if callee.type == "subscript":
         callee = strip_parens(callee.child_by_field_name("value"))
     if callee.type == "attribute" and text(callee.child_by_field_name("attribute")) == "forward":
@@ -100,18 +123,58 @@ def _layer_family(module: SourceModule, fn: Function, callee: Node) -> str | Non
     if callee.type != "attribute" or text(callee.child_by_field_name("object")) != "self" or fn.cls is None:
         return None
     rhs = module.self_attributes.get((fn.cls, text(callee.child_by_field_name("attribute"))))
-    return layer_family_of(module, rhs) if rhs is not None else None
+    return layer_of(module, rhs, fn.cls) if rhs is not None else None
 
 
-def layer_family_of(module: SourceModule, expr: Node) -> str | None:
-    """The heaviest compute family among the torch.nn layers an expression constructs."""
+def _built_layers(module: SourceModule, fn: Function, callee: Node) -> tuple[list[str], bool]:
+    """(torch.nn layer classes, whether in-file modules are built too) of the expression a layer call calls."""
+    if callee.type == "subscript":
+        callee = strip_parens(callee.child_by_field_name("value"))
+    if callee.type != "attribute" or text(callee.child_by_field_name("object")) != "self" or fn.cls is None:
+        return [], False
+    rhs = module.self_attributes.get((fn.cls, text(callee.child_by_field_name("attribute"))))
+    if rhs is None:
+        return [], False
+    classes, mixed = [], False
+    for node in _with_local_lists(module, fn.cls, rhs):
+        if node.type == "call":
+            made = module.resolve(node.child_by_field_name("function")) or ""
+            if made.startswith("torch.nn.") and made.count(".") == 2:
+                classes.append(made.split(".")[-1])
+            elif text(node.child_by_field_name("function")) in module.classes:
+                mixed = True
+    return classes, mixed
+
+
+def _with_local_lists(module: SourceModule, cls: str | None, rhs: Node) -> list[Node]:
+    """The nodes of `rhs` and, for `nn.Sequential(*layers)`, of what the same method put in `layers`."""
+    nodes = list(walk(rhs))
+    names = {text(n) for n in nodes if n.type == "identifier"}
+    method = next((f for f in module.functions.values() if f.cls == cls and f.node.start_byte <= rhs.start_byte
+                   < f.node.end_byte), None)
+    if method is None or not names:
+        return nodes
+    for node in walk(method.body):
+        if node.type == "call":
+            callee = node.child_by_field_name("function")
+            if callee.type == "attribute" and text(callee.child_by_field_name("object")) in names \
+                    and text(callee.child_by_field_name("attribute")) in ("append", "extend", "insert"):
+                nodes += list(walk(node.child_by_field_name("arguments")))
+        elif node.type == "assignment" and text(node.child_by_field_name("left")) in names \
+                and node.child_by_field_name("right") is not None and node.child_by_field_name("right") != rhs:
+            nodes += list(walk(node.child_by_field_name("right")))
+    return nodes
+
+
+def layer_of(module: SourceModule, expr: Node, cls: str | None = None) -> tuple[str, str] | None:
+    """(family, class) of the heaviest torch.nn layer an expression constructs."""
     best = None
-    for node in walk(expr):
+    for node in _with_local_lists(module, cls, expr):
         if node.type != "call":
             continue
         made = module.resolve(node.child_by_field_name("function")) or ""
         if made.startswith("torch.nn.") and made.count(".") == 2:
             family = ops.nn_layer_family(made.split(".")[-1])
-            if family and (best is None or ops.FAMILY_WEIGHT[family] > ops.FAMILY_WEIGHT[best]):
-                best = family
+            if family and (best is None or ops.FAMILY_WEIGHT[family] > ops.FAMILY_WEIGHT[best[0]]):
+                best = (family, made.split(".")[-1])
     return best

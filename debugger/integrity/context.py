@@ -5,6 +5,7 @@ from functools import cached_property
 
 from tree_sitter import Node
 
+from debugger.integrity import branches
 from debugger.integrity.compute import ComputeSite, compute_sites
 from debugger.integrity.launchconfig import meta_parameters
 from debugger.integrity.reference import ReferenceProfile
@@ -15,10 +16,12 @@ from debugger.integrity.values import Kind, ValueKinds
 class Context:
     """The candidate's syntax facts, its forward path, value kinds, compute sites, and the reference profile."""
 
-    def __init__(self, candidate: SourceModule, reference: ReferenceProfile, *, strict_precision: bool = False):
+    def __init__(self, candidate: SourceModule, reference: ReferenceProfile, *, strict_precision: bool = False,
+                 policy: str = "kernelbench"):
         self.candidate = candidate
         self.reference = reference
         self.strict_precision = strict_precision
+        self.policy = policy
 
     @cached_property
     def forward(self) -> Function | None:
@@ -27,8 +30,9 @@ class Context:
 
     @cached_property
     def forward_path(self) -> list[Function]:
-        """ModelNew.forward and every in-file Python function it reaches (kernels excluded)."""
-        return self.candidate.reachable(self.forward) if self.forward else []
+        """ModelNew.forward and every in-file Python function it reaches (kernels excluded), with the
+        forward of every in-file submodule ModelNew builds (`self.layers = nn.Sequential(Block(...))`)."""
+        return self.candidate.forward_path("ModelNew") if self.forward else []
 
     @cached_property
     def kinds(self) -> ValueKinds:
@@ -37,8 +41,23 @@ class Context:
 
     @cached_property
     def sites(self) -> list[ComputeSite]:
-        """PyTorch computations along the forward path."""
-        return compute_sites(self.candidate, self.forward_path, self.kinds)
+        """PyTorch computations along the forward path (not in code the task never runs)."""
+        return [s for s in compute_sites(self.candidate, self.forward_path, self.kinds) if not self.dead(s.node)]
+
+    @cached_property
+    def main_path_sites(self) -> list[ComputeSite]:
+        """The compute sites every call runs: not one side of a kernel-or-PyTorch branch."""
+        return [s for s in self.sites if not branches.in_fallback(s.node, s.function, self.launches)]
+
+    @property
+    def task_dtype(self) -> str:
+        """The dtype of the task's floating inputs, as far as the reference says."""
+        return "float16" if self.reference.low_precision else "float32"
+
+    def dead(self, node: Node) -> bool:
+        """The node is in an `if flag:` branch that no call on the forward path enables."""
+        fn = self.function_at(node)
+        return fn is not None and branches.in_dead_flag_branch(node, fn, self.candidate, self.forward_path)
 
     @cached_property
     def launches(self) -> list[Launch]:
@@ -79,7 +98,8 @@ class Context:
         """(function, node) for every node of the given types on the forward path."""
         for fn in self.forward_path:
             for node in walk(fn.body):
-                if node.type in types:
+                if node.type in types and not branches.in_dead_flag_branch(node, fn, self.candidate,
+                                                                           self.forward_path):
                     yield fn, node
 
     def file_nodes(self, *types: str):

@@ -5,6 +5,9 @@ A lexical scan (comments and string literals removed first), not a C++ parser: c
 `torch::`/`at::` namespaces are judged against an allow-list of allocation, metadata and stream
 helpers; tensor methods that compute (`a.matmul(b)`, `x.softmax(-1)`) and cuBLAS/cuDNN calls are
 library compute; a source with host functions but no `__global__` kernel computes without one.
+Each compute finding names its op (`op`), so the compute rule can weigh it under the policy like a
+Python PyTorch call; a reduction of a buffer the host code allocated and handed to a kernel launch
+(`block_sums.sum()`) is marked `finishing`: the last step of a reduction the kernel did.
 """
 from __future__ import annotations
 
@@ -43,16 +46,57 @@ _HOST_FUNCTION = re.compile(r"\b(?:torch|at)::Tensor\s+\w+\s*\([^;{]*\)\s*\{")  
 _COMPUTE_NAME = re.compile(r"^(?:" + COMPUTE + r")$")
 
 
+_FINISHING = {"sum", "mean", "max", "min", "amax", "amin", "prod"}
+_ALLOCATED = re.compile(r"\b(?:auto|torch::Tensor|at::Tensor)\s+(\w+)\s*=\s*(?:torch|at)::(?:empty|zeros|ones|full)\w*\s*\(")
+_RECEIVER = re.compile(r"(\w+)\s*(?:\.|->)\s*$")
+# Vendor calls that compute, and the op they stand for; handle and descriptor calls are set-up.
+_VENDOR_OPS = (("gemm", "matmul"), ("gemv", "matmul"), ("ger", "matmul"), ("dot", "matmul"), ("matmul", "matmul"),
+               ("Convolution", "conv2d"), ("Pooling", "max_pool2d"), ("Softmax", "softmax"),
+               ("BatchNormalization", "batch_norm"), ("Activation", "relu"))
+
+
 @dataclass(frozen=True)
 class ExtensionFinding:
     severity: str
     message: str
     line_offset: int  # 0-based line within the scanned source
+    op: str | None = None  # the op computed (an ATen name, or what a vendor call stands for); None: not compute
+    finishing: bool = False  # a reduction of partial results a kernel of the same source wrote
+    fallback: bool = False  # inside an if/else block of a source that also launches a kernel
+
+
+def _vendor_op(name: str) -> str | None:
+    bare = re.sub(r"^(cublasLt|cublas|cudnn)", "", name)
+    return next((op for marker, op in _VENDOR_OPS if marker.lower() in bare.lower()), None)
+
+
+def _in_conditional_block(src: str, pos: int) -> bool:
+    """The position is inside a `{ ... }` block opened by an if/else (lexically: the nearest unclosed brace)."""
+    depth = 0
+    for i in range(pos - 1, -1, -1):
+        if src[i] == "}":
+            depth += 1
+        elif src[i] == "{":
+            if depth == 0:
+                head = src[max(0, i - 200):i]
+                head = head[max(head.rfind(";"), head.rfind("}"), head.rfind("{")) + 1:]
+                return bool(re.search(r"\b(if|else)\b", head))
+            depth -= 1
+    return False
+
+
+def _kernel_buffers(src: str, before: int) -> set[str]:
+    """Buffers the host code allocated and passed to a kernel launch before position `before`."""
+    allocated = set(_ALLOCATED.findall(src[:before]))
+    launched = set()
+    for m in re.finditer(r"<<<[^;]*?>>>\s*\(([^;]*)\)\s*;", src[:before], re.S):
+        launched |= set(re.findall(r"\b(\w+)\b", m.group(1)))
+    return allocated & launched
 
 
 def looks_like_extension_source(code: str) -> bool:
     """C++/CUDA text of the kind load_inline compiles."""
-    return bool(re.search(r"__global__|torch::|at::Tensor|#include\s*<|<<<", code))
+    return bool(re.search(r"__global__|torch::|at::Tensor|#include\s*<|<<<|PYBIND11_MODULE|TORCH_LIBRARY", code))
 
 
 def _strip(code: str) -> str:
@@ -90,6 +134,7 @@ def _line(code: str, pos: int) -> int:
 def scan(code: str) -> list[ExtensionFinding]:
     """Findings for one extension source (CUDA or C++)."""
     src = _strip(code)
+    has_launch = bool(_LAUNCH.search(src))
     found: list[ExtensionFinding] = []
     for m in _NAMESPACED.finditer(src):
         name = m.group(1)
@@ -97,17 +142,31 @@ def scan(code: str) -> list[ExtensionFinding]:
             continue
         call = m.group(0).rstrip("( ")
         if _COMPUTE_NAME.match(name):
+            fallback = has_launch and _in_conditional_block(src, m.start())
             found.append(ExtensionFinding(REJECT, f"extension host code calls {call}: ATen computes it, not the "
-                                                  "candidate's kernel", _line(src, m.start())))
+                                                  "candidate's kernel", _line(src, m.start()), op=name,
+                                          fallback=fallback))
         else:
             found.append(ExtensionFinding(WARN, f"extension host code calls {call}: not an allocation or "
                                                 "metadata helper; check by hand", _line(src, m.start())))
     for m in _METHOD.finditer(src):
-        found.append(ExtensionFinding(REJECT, f"extension host code calls the tensor method .{m.group(1)}(): "
-                                              "ATen computes it, not the candidate's kernel", _line(src, m.start(1))))
+        name = m.group(1)
+        receiver = _RECEIVER.search(src[:m.start(1)])
+        finishing = name in _FINISHING and receiver is not None and receiver.group(1) in _kernel_buffers(src, m.start())
+        if finishing:
+            found.append(ExtensionFinding(WARN, f"extension host code finishes a reduction with "
+                                                f"{receiver.group(1)}.{name}() over partial results its kernel wrote",
+                                          _line(src, m.start(1)), op=name, finishing=True))
+        else:
+            found.append(ExtensionFinding(REJECT, f"extension host code calls the tensor method .{name}(): "
+                                                  "ATen computes it, not the candidate's kernel",
+                                          _line(src, m.start(1)), op=name))
     for m in _VENDOR.finditer(src):
+        op = _vendor_op(m.group(1))
+        if op is None:
+            continue  # cublasCreate, cudnnSetTensor4dDescriptor...: set-up around a computing call
         found.append(ExtensionFinding(REJECT, f"extension calls {m.group(1)}: a vendor library computes it, "
-                                              "not the candidate's kernel", _line(src, m.start())))
+                                              "not the candidate's kernel", _line(src, m.start()), op=op))
     for m in _VENDOR_SOFT.finditer(src):
         found.append(ExtensionFinding(WARN, f"extension uses {m.group(1)}::{m.group(2)}: a library primitive; "
                                             "check it is not the operator's main work", _line(src, m.start())))

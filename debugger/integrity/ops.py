@@ -170,3 +170,22 @@ def method_family(name: str) -> str | None:
 # Methods of lists, dicts and strings that share a name with a tensor op (`configs.sort()`).
 CONTAINER_METHODS = {"index", "count", "copy", "split", "join", "get", "update", "pop", "append", "extend",
                      "insert", "remove", "clear", "keys", "values", "items", "format", "replace", "sort"}
+
+
+_OPERATOR_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floor_divide", "%": "remainder",
+                   "**": "pow", "@": "matmul"}
+_SYNONYMS = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "negative": "neg",
+             "absolute": "abs", "clip": "clamp", "concat": "cat", "concatenate": "cat", "swish": "silu",
+             "__add__": "add", "__radd__": "add", "__sub__": "sub", "__mul__": "mul", "__rmul__": "mul",
+             "__truediv__": "div", "rsub": "sub", "clamp_min": "clamp", "clamp_max": "clamp", "leakyrelu": "leaky_relu",
+             "logsigmoid": "logsigmoid", "gelu_": "gelu", "relu_": "relu"}
+
+
+def canonical_op(op: str) -> str:
+    """One name per elementwise op however it is spelled: `*`, torch.mul, .mul_(), nn.ReLU, F.relu."""
+    if op in _OPERATOR_NAMES:
+        return _OPERATOR_NAMES[op]
+    name = op.split("(")[0].rstrip(".").split(".")[-1].lower()
+    if name.endswith("_") and not name.startswith("_"):
+        name = name[:-1]
+    return _SYNONYMS.get(name, name)

@@ -6,6 +6,7 @@ the mutation rule asks whether the reference itself works in place.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from debugger.integrity import ops
@@ -26,6 +27,8 @@ class ReferenceProfile:
     mutates_inputs: bool = False
     class_names: frozenset[str] = frozenset({"Model"})
     final: frozenset[str] = frozenset()
+    keys: frozenset[str] = frozenset()  # the reference's sub-operations (ComputeSite.key), data movement excluded
+    key_counts: tuple[tuple[str, int], ...] = ()  # how often the source writes each of them
 
     @property
     def main_weight(self) -> float | None:
@@ -41,7 +44,7 @@ def profile_reference(reference_src: str) -> ReferenceProfile:
     classes = frozenset(module.classes) | {"Model"}
     if entry is None:
         return ReferenceProfile(low_precision=low_precision, class_names=classes)
-    functions = module.reachable(entry)
+    functions = module.forward_path("Model")
     kinds = ValueKinds(module, functions, entry)
     sites = compute_sites(module, functions, kinds)
     families = {site.family for site in sites}
@@ -55,7 +58,9 @@ def profile_reference(reference_src: str) -> ReferenceProfile:
         and kinds.kind(node.child_by_field_name("function").child_by_field_name("object"), fn) == Kind.INPUT
         for fn in functions for node in walk(fn.body)
     ) or "inplace=True" in reference_src.replace(" ", "")
-    return ReferenceProfile(frozenset(families), main, low_precision, mutates, classes, final)
+    counts = Counter(key for site in sites if ops.FAMILY_WEIGHT[site.family] > 0 for key in site.all_keys)
+    return ReferenceProfile(frozenset(families), main, low_precision, mutates, classes, final, frozenset(counts),
+                            tuple(sorted(counts.items())))
 
 
 def _final_families(entry: Function, sites: list[ComputeSite]) -> set[str]:

@@ -317,15 +317,16 @@ class SourceModule:
         return table
 
     @cached_property
+    def extensions(self):
+        """How the file binds and calls its compiled extensions (bindings.py)."""
+        from debugger.integrity.bindings import ExtensionBindings
+
+        return ExtensionBindings(self)
+
+    @property
     def extension_handles(self) -> set[str]:
         """Names and `self.` attributes bound to a load_inline/load extension module."""
-        handles = set()
-        for node in walk(self.root):
-            if node.type == "assignment":
-                right = strip_parens(node.child_by_field_name("right") or node)
-                if right.type == "call" and self.resolve(right.child_by_field_name("function")) in EXTENSION_LOADERS:
-                    handles.add(text(node.child_by_field_name("left")))
-        return handles
+        return self.extensions.handles
 
     # -- reachability --------------------------------------------------------------------------
     def entry(self, cls: str = "ModelNew", method: str = "forward") -> Function | None:
@@ -345,6 +346,38 @@ class SourceModule:
                     seen.add(target.qualname)
                     order.append(target)
         return order
+
+    def forward_path(self, cls: str) -> list[Function]:
+        """`cls.forward` and what it reaches, then the forward of every in-file submodule cls builds."""
+        entry = self.entry(cls)
+        if entry is None:
+            return []
+        path = self.reachable(entry)
+        seen = {fn.qualname for fn in path}
+        for sub_cls in self.submodule_classes(cls):
+            sub = self.method(sub_cls, "forward")
+            for fn in self.reachable(sub) if sub is not None else []:
+                if fn.qualname not in seen:
+                    seen.add(fn.qualname)
+                    path.append(fn)
+        return path
+
+    def submodule_classes(self, cls: str) -> list[str]:
+        """In-file classes whose instances `cls` builds (in __init__, a `_make_layer` helper, an
+        nn.Sequential or a list of layers), transitively: their forward runs inside cls's forward."""
+        found: list[str] = []
+        frontier = [cls]
+        while frontier:
+            owner = frontier.pop()
+            for fn in self.functions.values():
+                if fn.cls != owner:
+                    continue
+                for node in walk(fn.body):
+                    name = text(node) if node.type == "identifier" else None
+                    if name in self.classes and name not in found and name != cls:
+                        found.append(name)
+                        frontier.append(name)
+        return found
 
     def _callees(self, fn: Function) -> Iterator[Function]:
         for node in walk(fn.body):
@@ -422,8 +455,10 @@ class SourceModule:
                 obj, attr = callee.child_by_field_name("object"), text(callee.child_by_field_name("attribute"))
                 if attr == "run" and text(obj) in self.kernels:
                     found.append(Launch(node, text(obj), "triton"))
-                elif text(obj) in self.extension_handles or self._is_extension_factory_call(obj):
-                    found.append(Launch(node, attr, "extension"))
+                    continue
+            exported = self.extensions.is_call(callee) if callee.type in ("attribute", "identifier") else None
+            if exported is not None:
+                found.append(Launch(node, exported, "extension"))
         return found
 
     @cached_property
@@ -444,16 +479,6 @@ class SourceModule:
                     table[name] = table.get(name, set()) | mentioned
                     changed = True
         return table
-
-    def _is_extension_factory_call(self, node: Node) -> bool:
-        """`get_ext()` where the in-file function get_ext builds or returns a load_inline module."""
-        if node.type != "call" or node.child_by_field_name("function").type != "identifier":
-            return False
-        factory = self.functions.get(text(node.child_by_field_name("function")))
-        return factory is not None and any(
-            n.type == "call" and self.resolve(n.child_by_field_name("function")) in EXTENSION_LOADERS
-            or n.type == "identifier" and text(n) in self.extension_handles
-            for n in walk(factory.body))
 
     def _launch_target(self, fn: Function, value: Node) -> str | None | bool:
         """The kernel a subscript-call launches: its name, None (indirect), or False (not a launch)."""

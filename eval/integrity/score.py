@@ -2,6 +2,7 @@
 
     python eval/integrity/score.py            # the static gate, as a Markdown report
     python eval/integrity/score.py --json     # the same numbers as one JSON object
+    python eval/integrity/score.py --policy strict   # under the strict policy (default: kernelbench)
 
 `score(gate_fn)` takes any callable (candidate_src, reference_src) -> verdict, where the verdict is
 "accept"/"reject", or a dict with "verdict" and optional "findings" (each with "rule" and
@@ -23,12 +24,13 @@ sys.path.insert(0, str(CORPUS_DIR.parents[1]))
 Verdict = str | dict
 
 
-def static_gate(candidate_src: str, reference_src: str, *, strict_precision: bool = False) -> dict:
+def static_gate(candidate_src: str, reference_src: str, *, strict_precision: bool = False,
+                policy: str = "kernelbench") -> dict:
     """The static half of the gate as a verdict dict."""
     from debugger.integrity.findings import is_rejected
     from debugger.integrity.static import static_findings
 
-    findings = static_findings(candidate_src, reference_src, strict_precision=strict_precision)
+    findings = static_findings(candidate_src, reference_src, strict_precision=strict_precision, policy=policy)
     return {"verdict": "reject" if is_rejected(findings) else "accept", "findings": [f.to_dict() for f in findings]}
 
 
@@ -42,6 +44,7 @@ def load_corpus(corpus_dir: Path = CORPUS_DIR) -> list[dict]:
                 **item,
                 "kind": kind,
                 "dynamic_only": bool(item.get("dynamic_only", False)),
+                "policies": tuple(item.get("policies", ("kernelbench", "strict"))),
                 "candidate_src": (corpus_dir / folder / f"{item['name']}.py").read_text(),
                 "reference_src": (corpus_dir / "references" / f"{item['reference']}.py").read_text(),
             })
@@ -55,10 +58,13 @@ def _normalise(result: Verdict) -> tuple[str, list[dict]]:
     return result["verdict"], findings
 
 
-def score(gate_fn: Callable[[str, str], Verdict], corpus_dir: Path = CORPUS_DIR) -> dict:
-    """Run `gate_fn` over the corpus and count what it rejects and accepts."""
+def score(gate_fn: Callable[[str, str], Verdict], corpus_dir: Path = CORPUS_DIR, policy: str | None = None) -> dict:
+    """Run `gate_fn` over the corpus and count what it rejects and accepts; with `policy`, cheats that
+    are cheats only under other policies are set apart (kind "allowed")."""
     cases, rule_hits, rule_false, rule_warn_honest = [], Counter(), Counter(), Counter()
     for entry in load_corpus(corpus_dir):
+        if entry["kind"] == "cheat" and policy is not None and policy not in entry["policies"]:
+            entry = {**entry, "kind": "allowed"}
         verdict, findings = _normalise(gate_fn(entry["candidate_src"], entry["reference_src"]))
         rejecting = sorted({f["rule"] for f in findings if f.get("severity", "reject") == "reject"})
         warning = sorted({f["rule"] for f in findings if f.get("severity") == "warn"})
@@ -102,6 +108,8 @@ def _summary(cases: list[dict], rule_hits: Counter, rule_false: Counter, rule_wa
         "per_hack": hacks,
         "missed_cheats": [c["name"] for c in cheats if c["verdict"] != "reject"],
         "rejected_honest": [{"name": c["name"], "rules": c["rules"]} for c in honest if c["verdict"] != "accept"],
+        "allowed_under_policy": [{"name": c["name"], "verdict": c["verdict"], "warnings": c["warnings"]}
+                                 for c in cases if c["kind"] == "allowed"],
         "cases": cases,
     }
 
@@ -132,7 +140,10 @@ def markdown(result: dict) -> str:
     lines += ["", f"Missed (statically catchable): {', '.join(missed) or 'none'}",
               f"Missed (dynamic only): {', '.join(dynamic) or 'none'}",
               "Honest rejected: " + (", ".join(f"{c['name']} ({'/'.join(c['rules'])})"
-                                               for c in result["rejected_honest"]) or "none")]
+                                               for c in result["rejected_honest"]) or "none"),
+              "Cheats only under another policy (allowed here): " + (", ".join(
+                  f"{c['name']} ({c['verdict']}, warns {'/'.join(c['warnings']) or 'nothing'})"
+                  for c in result["allowed_under_policy"]) or "none")]
     return "\n".join(lines)
 
 
@@ -142,8 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown")
     parser.add_argument("--strict-precision", action="store_true", help="forbid TF32 in tl.dot")
     parser.add_argument("--corpus", type=Path, default=CORPUS_DIR, help="corpus folder holding corpus.toml")
+    parser.add_argument("--policy", choices=["kernelbench", "strict"], default="kernelbench")
     args = parser.parse_args(argv)
-    result = score(lambda cand, ref: static_gate(cand, ref, strict_precision=args.strict_precision), args.corpus)
+    result = score(lambda cand, ref: static_gate(cand, ref, strict_precision=args.strict_precision,
+                                                 policy=args.policy), args.corpus, policy=args.policy)
+    result["policy"] = args.policy
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     return 0
 

@@ -5,10 +5,11 @@ import re
 
 from tree_sitter import Node
 
-from debugger.integrity import launchconfig, ops
+from debugger.integrity import branches, launchconfig, ops
 from debugger.integrity.checks.compute import judge
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
+from debugger.integrity.policy import KERNELBENCH
 from debugger.integrity.syntax import Function, call_args, line, strip_parens, text, walk
 from debugger.integrity.values import Kind
 
@@ -125,23 +126,79 @@ def _shortcut(ctx: Context, fn: Function, branch: Node, returned: bool) -> str |
 @rule("shape_special_case", REJECT,
       rationale="A branch on input shapes, dtypes or values that leads to PyTorch compute, the input itself or a "
                 "constant makes the kernel optional for the tested inputs; choosing between Triton kernels or "
-                "block sizes is fine.")
+                "block sizes is fine, and so is an early exit for empty tensors. Under --policy kernelbench a "
+                "fallback on configuration only (dtype, device, rank, a module setting) that the task's inputs do "
+                "not take is reported, not rejected (the dynamic run shows the kernel path ran).")
 def shape_special_case(ctx: Context) -> list[Finding]:
     found = []
     for fn, node in ctx.forward_nodes("if_statement", "conditional_expression"):
-        condition = node.child_by_field_name("condition") if node.type == "if_statement" else node.named_children[1]
-        if condition is None or not _input_dependent(ctx, fn, condition):
+        condition = branches.condition_of(node)
+        if condition is None or not _input_dependent(ctx, fn, condition) or branches.is_empty_guard(condition):
             continue
+        if branches.is_training_test(condition):
+            continue  # training_fallback judges mode switches
         returned = node.parent is not None and node.parent.type == "return_statement"
         if node.type == "conditional_expression" and \
                 launchconfig.value_only_sizes_a_launch(node, fn, ctx.meta_parameters):
             continue  # `n = int(x.max().item()) if len(x) else 1` choosing a block size
-        for branch in _branches(node):
+        parts = _branches(node)
+        for index, branch in enumerate(parts):
             reason = _shortcut(ctx, fn, branch, returned)
-            if reason:
-                found.append(Finding("shape_special_case", REJECT,
-                                     f"branch on `{ctx.source(condition)}` {reason}", line(branch)))
-                break
+            if not reason:
+                continue
+            severity, note = _fallback_severity(ctx, node, condition, index, len(parts))
+            found.append(Finding("shape_special_case", severity,
+                                 f"branch on `{ctx.source(condition)}` {reason}{note}", line(branch)))
+            break
+    return found
+
+
+def _fallback_severity(ctx: Context, node: Node, condition: Node, index: int, count: int) -> tuple[str, str]:
+    """Reject a shortcut branch unless, under kernelbench, the condition only tests configuration and the
+    task's inputs do not (or may not: the dynamic run decides) take that branch."""
+    if ctx.policy != KERNELBENCH or not branches.is_configuration_test(condition) or _reads_sizes(ctx, condition):
+        return REJECT, ""
+    value = branches.on_task(condition, ctx.task_dtype)
+    simple = node.type == "conditional_expression" or not node.children_by_field_name("alternative") or count == 2
+    if simple and value is not None:
+        taken = (index == 0) == value
+        if taken:
+            return REJECT, " (the task's own inputs take this branch)"
+        return WARN, " (a fallback for a configuration the task's inputs never take)"
+    return WARN, " (a fallback on configuration; the dynamic run shows which path the task's inputs take)"
+
+
+def _reads_sizes(ctx: Context, condition: Node) -> bool:
+    """The condition names a value bound from a shape or size (`n_cols, _ = x.shape; if n_cols == 1000:`)."""
+    fn = ctx.function_at(condition)
+    return fn is not None and any(
+        n.type == "identifier" and any(re.search(r"\.(shape|size|numel)\b", text(rhs))
+                                       for rhs in _bindings(fn, text(n), condition))
+        for n in walk(condition))
+
+
+@rule("training_fallback", REJECT,
+      rationale="KernelBench's harness runs ModelNew as built, in train mode: a forward that computes with PyTorch "
+                "when self.training and launches its kernel only in eval mode is PyTorch under the harness.")
+def training_fallback(ctx: Context) -> list[Finding]:
+    found = []
+    for fn, node in ctx.forward_nodes("if_statement", "conditional_expression"):
+        condition = branches.condition_of(node)
+        if condition is None or not branches.is_training_test(condition):
+            continue
+        parts = _branches(node)
+        negated = text(condition).lstrip("( ").startswith("not ")
+        training = parts[1:] if negated else parts[:1]
+        other = parts[:1] if negated else parts[1:]
+        launches_elsewhere = any(_contains(b, l.node) for b in other for l in ctx.launches) or \
+            any(l.node.start_byte >= node.end_byte and _contains(fn.body, l.node) for l in ctx.launches)
+        launches_here = any(_contains(b, l.node) for b in training for l in ctx.launches)
+        computing = [site for b in training for site in _compute_in(ctx, b, light_ok=True)]
+        if computing and launches_elsewhere and not launches_here:
+            found.append(Finding("training_fallback", REJECT,
+                                 f"in train mode (`{ctx.source(condition)}`, as KernelBench's harness runs it) forward "
+                                 f"computes {computing[0].op} with PyTorch; the kernel runs only in eval mode",
+                                 line(training[0])))
     return found
 
 
@@ -172,11 +229,22 @@ def _reads_input_values(ctx: Context, fn: Function, condition: Node, depth: int 
                 return True
         elif node.type == "comparison_operator":
             operators = {text(c) for c in node.children if not c.is_named}
-            if operators & {"is", "in", "not", "is not", "not in"}:
+            if operators & {"is", "in", "not", "is not", "not in"} or _compares_metadata(ctx, node):
                 continue
             if any(ctx.kinds.kind(o, fn) == Kind.INPUT for o in node.named_children):
                 return True
     return False
+
+
+def _compares_metadata(ctx: Context, comparison: Node) -> bool:
+    """`out.dtype != dtype`, `x.device == y.device`: a dtype or device test, whatever the other side is."""
+    return any(o.type == "attribute" and text(o.child_by_field_name("attribute")) in ("dtype", "device", "layout")
+               or ctx.resolve(o).startswith("torch.") and ctx.resolve(o).split(".")[-1] in _DTYPE_NAMES
+               for o in comparison.named_children)
+
+
+_DTYPE_NAMES = {"float32", "float16", "bfloat16", "float64", "float", "half", "double", "int32", "int64", "int8",
+                "uint8", "int16", "bool", "long", "int", "complex64", "complex128"}
 
 
 @rule("value_dependent_branch", REJECT,
@@ -342,5 +410,5 @@ def input_mutation(ctx: Context) -> list[Finding]:
     return found
 
 
-RULES = [try_except_fallback, shape_special_case, value_dependent_branch, result_cache, state_across_calls,
+RULES = [try_except_fallback, shape_special_case, training_fallback, value_dependent_branch, result_cache, state_across_calls,
          input_mutation]

@@ -175,6 +175,8 @@ def introspection(ctx: Context) -> list[Finding]:
             found.append(Finding("introspection", REJECT, f"calls {name}()", line(node)))
     for node in ctx.file_nodes("attribute"):
         attr = text(node.child_by_field_name("attribute"))
+        if attr == "__dict__" and text(node.child_by_field_name("object")) == "self":
+            continue  # the module's own attributes (nn.Module's extra_repr idiom), not the harness's state
         if attr in INTROSPECTION_ATTRIBUTES and (attr != "modules" or ctx.resolve(node) == "sys.modules"):
             found.append(Finding("introspection", REJECT, f"reads {text(node)}", line(node)))
     for node in ctx.file_nodes("identifier"):

@@ -1,0 +1,295 @@
+"""The static gate on the forms real answers take: extension bindings, Triton wrapper formats, code that
+means something else than it looks (dtype tests, empty-tensor exits, mode switches), and PyTorch work
+judged light or heavy under the two policies. Small kernels of the tests' own."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from debugger.integrity.findings import REJECT, WARN
+from debugger.integrity.static import static_findings
+
+
+def ref(body: str, *, init: str = "", args: str = "x", inputs: str = "torch.randn(16, 64)") -> str:
+    return textwrap.dedent(f'''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self, *args):
+                super().__init__()
+                {init or "pass"}
+
+            def forward(self, {args}):
+                return {body}
+
+
+        def get_inputs():
+            return [{inputs}]
+
+
+        def get_init_inputs():
+            return []
+    ''')
+
+
+RELU = ref("torch.relu(x)")
+CONV_RELU = ref("torch.relu(self.conv(x))", init="self.conv = nn.Conv2d(3, 8, 3)", inputs="torch.randn(2, 3, 16, 16)")
+SMOOTH_L1 = ref("F.smooth_l1_loss(p, t)", args="p, t")
+LAYERNORM = ref("self.ln(x)", init="self.ln = nn.LayerNorm(64)")
+
+CUDA = '''
+cuda_src = """
+#include <torch/extension.h>
+__global__ void relu_kernel(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+torch::Tensor relu_cuda(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    relu_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
+}
+"""
+cpp_src = "torch::Tensor relu_cuda(torch::Tensor x);"
+'''
+
+
+def extension_candidate(build: str, init: str, forward: str) -> str:
+    init_body = textwrap.indent(textwrap.dedent(init).strip() or "pass", " " * 8)
+    forward_body = textwrap.indent(textwrap.dedent(forward).strip(), " " * 8)
+    return ("\nimport torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n" + CUDA
+            + textwrap.dedent(build) + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n" + init_body + "\n\n    def forward(self, x):\n" + forward_body + "\n")
+
+
+def rejected(src: str, reference: str, policy: str = "kernelbench") -> set[str]:
+    return {f.rule for f in static_findings(src, reference, policy=policy) if f.severity == REJECT}
+
+
+def warned(src: str, reference: str, policy: str = "kernelbench") -> set[str]:
+    return {f.rule for f in static_findings(src, reference, policy=policy) if f.severity == WARN}
+
+
+LOAD = 'load_inline(name="relu_ext", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["relu_cuda"])'
+
+
+@pytest.mark.parametrize(("build", "init", "forward"), [
+    # module level, bound to self in __init__, called through self (KernelBench's prompt format)
+    (f"mod = {LOAD}\n", "self.mod = mod", "return self.mod.relu_cuda(x)"),
+    # one exported function bound to self
+    (f"mod = {LOAD}\n", "self.fn = mod.relu_cuda", "return self.fn(x)"),
+    # built in __init__
+    ("", f"self.ext = {LOAD}", "return self.ext.relu_cuda(x)"),
+    # built lazily on first call, held in a global
+    ("_mod = None\n", "", f"global _mod\nif _mod is None:\n    _mod = {LOAD}\nreturn _mod.relu_cuda(x)"),
+    # a factory whose result is called through the exported name
+    (f"def build():\n    return {LOAD}\n", "self.get = build", "return self.get().relu_cuda(x)"),
+])
+def test_extension_bindings_of_real_answers_count_as_launches(build, init, forward):
+    src = extension_candidate(build, init, forward)
+    assert "no_kernel_launch" not in rejected(src, RELU), static_findings(src, RELU)
+    assert rejected(src, RELU, "strict") == set()
+
+
+def test_pybind11_module_sources_and_torch_library_registrations_count_as_launches():
+    pybind = extension_candidate(
+        'cpp_src += """\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("my_relu", &relu_cuda); }\n"""\n'
+        'mod = load_inline(name="relu_ext", cpp_sources=cpp_src, cuda_sources=cuda_src)\n',
+        "self.ops = [mod]", "return self.ops[0].my_relu(x)")
+    assert rejected(pybind, RELU) == set(), static_findings(pybind, RELU)
+    library = extension_candidate(
+        'cpp_src += """\nTORCH_LIBRARY(myrelu, m) { m.def("relu(Tensor x) -> Tensor", &relu_cuda); }\n"""\n'
+        'load_inline(name="relu_ext", cpp_sources=cpp_src, cuda_sources=cuda_src, is_python_module=False)\n',
+        "", "return torch.ops.myrelu.relu(x)")
+    assert rejected(library, RELU) == set(), static_findings(library, RELU)
+    # torch.ops of a library the candidate does not register is not its own launch
+    foreign = library.replace("torch.ops.myrelu.relu(x)", "torch.ops.aten.relu(x)")
+    assert "no_kernel_launch" in rejected(foreign, RELU) or "torch_compute" in rejected(foreign, RELU)
+
+
+TRITON_HEADER = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def triton_relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+'''
+
+
+@pytest.mark.parametrize("wrapper", ["triton_relu", "triton_kernel_wrapper"])
+def test_triton_wrapper_formats_of_kernelbench_and_kernelbook(wrapper):
+    src = TRITON_HEADER + textwrap.dedent(f'''
+
+        def {wrapper}(x):
+            out = torch.empty_like(x)
+            n = x.numel()
+            triton_relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+            return out
+
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return {wrapper}(x)
+    ''')
+    for policy in ("kernelbench", "strict"):
+        assert rejected(src, RELU, policy) == set(), static_findings(src, RELU, policy=policy)
+
+
+def triton_candidate(forward: str, helper: str = "") -> str:
+    return TRITON_HEADER + textwrap.dedent(helper) + textwrap.dedent('''
+
+        class ModelNew(nn.Module):
+            def __init__(self, *args):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.ln = nn.LayerNorm(64)
+
+            def forward(self, x, *rest):
+    ''') + textwrap.indent(textwrap.dedent(forward).strip(), " " * 8) + "\n"
+
+
+RELU_LAUNCH = "triton_relu_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)"
+
+
+def test_a_dtype_test_is_not_a_value_branch_and_an_empty_exit_is_not_a_special_case():
+    src = triton_candidate(f"""
+        if x.numel() == 0:
+            return x
+        out = torch.empty_like(x)
+        dtype = torch.result_type(x, x)
+        if out.dtype != dtype:
+            raise TypeError("unsupported dtype")
+        y = x
+        {RELU_LAUNCH}
+        return out
+    """)
+    assert rejected(src, RELU) == set() and rejected(src, RELU, "strict") == set(), static_findings(src, RELU)
+    shape_case = src.replace("if x.numel() == 0:\n            return x", "if x.numel() == 1024:\n            return x")
+    assert "shape_special_case" in rejected(shape_case, RELU)
+
+
+def test_keeping_the_reference_conv_in_pytorch_is_kernelbench_but_not_strict():
+    src = triton_candidate(f"y = self.conv(x)\nout = torch.empty_like(y)\n{RELU_LAUNCH}\nreturn out")
+    assert rejected(src, CONV_RELU) == set()
+    assert "torch_compute" in warned(src, CONV_RELU)
+    assert "torch_compute" in rejected(src, CONV_RELU, "strict")
+
+
+def test_pytorch_doing_every_op_of_the_reference_is_rejected_under_both_policies():
+    # a kernel runs, but on the conv's output PyTorch computes the ReLU too: the kernel is a decoy
+    src = triton_candidate(f"y = self.conv(x)\nout = torch.empty_like(y)\n{RELU_LAUNCH}\nreturn torch.relu(y)")
+    for policy in ("kernelbench", "strict"):
+        assert "torch_compute" in rejected(src, CONV_RELU, policy)
+
+
+def test_finishing_a_reduction_over_per_block_partials_is_light():
+    src = TRITON_HEADER + textwrap.dedent('''
+
+        @triton.jit
+        def smooth_l1_blocks(p_ptr, t_ptr, part_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            d = tl.load(p_ptr + offs, mask=mask, other=0.0) - tl.load(t_ptr + offs, mask=mask, other=0.0)
+            a = tl.abs(d)
+            tl.store(part_ptr + tl.program_id(0), tl.sum(tl.where(a < 1.0, 0.5 * d * d, a - 0.5), axis=0))
+
+
+        class ModelNew(nn.Module):
+            def forward(self, p, t):
+                n = p.numel()
+                block_sums = torch.empty(triton.cdiv(n, 1024), device=p.device)
+                smooth_l1_blocks[(triton.cdiv(n, 1024),)](p, t, block_sums, n, BLOCK=1024)
+                return block_sums.sum() / n
+    ''')
+    for policy in ("kernelbench", "strict"):
+        assert rejected(src, SMOOTH_L1, policy) == set(), static_findings(src, SMOOTH_L1, policy=policy)
+
+
+def test_statistics_of_a_normalisation_over_the_input_are_heavy_under_both_policies():
+    src = triton_candidate(f"""
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, keepdim=True)
+        y = (x - mean) / torch.sqrt(var + 1e-5)
+        out = torch.empty_like(y)
+        {RELU_LAUNCH}
+        return out
+    """)
+    for policy in ("kernelbench", "strict"):
+        assert "torch_compute" in rejected(src, LAYERNORM, policy)
+
+
+def test_extension_host_code_finishing_partials_is_light_but_aten_doing_the_op_is_not():
+    finishing = extension_candidate(f"mod = {LOAD}\n", "", "return mod.relu_cuda(x)").replace(
+        "    auto y = torch::empty_like(x);\n    relu_kernel",
+        "    auto y = torch::zeros({256}, x.options());\n    relu_kernel").replace(
+        "    return y;\n}", "    return y.sum();\n}")
+    assert rejected(finishing, SMOOTH_L1.replace("p, t", "x").replace("F.smooth_l1_loss(x)", "F.smooth_l1_loss(x, x)")) == set()
+    aten = finishing.replace("return y.sum();", "return x.relu();")
+    assert "torch_compute" in rejected(aten, RELU) and "torch_compute" in rejected(aten, RELU, "strict")
+
+
+def test_a_pytorch_path_under_self_training_is_a_fallback_the_harness_takes():
+    src = triton_candidate(f"""
+        if self.training:
+            return torch.relu(self.conv(x))
+        y = self.conv(x)
+        out = torch.empty_like(y)
+        {RELU_LAUNCH}
+        return out
+    """)
+    for policy in ("kernelbench", "strict"):
+        assert "training_fallback" in rejected(src, CONV_RELU, policy)
+    eval_only_stats = src.replace("return torch.relu(self.conv(x))", "self.calls = 1")
+    assert "training_fallback" not in rejected(eval_only_stats, CONV_RELU)
+
+
+def test_configuration_fallbacks_are_reported_under_kernelbench_unless_the_task_takes_them():
+    kernel_first = triton_candidate(f"""
+        if x.is_cuda and x.dtype == torch.float32:
+            y = x
+            out = torch.empty_like(y)
+            {RELU_LAUNCH}
+        else:
+            out = torch.relu(x)
+        return out
+    """)
+    assert "shape_special_case" in warned(kernel_first, RELU)
+    assert rejected(kernel_first, RELU) == set()
+    assert "shape_special_case" in rejected(kernel_first, RELU, "strict")
+    torch_first = triton_candidate(f"""
+        if x.dtype == torch.float32:
+            return torch.relu(x)
+        y = x
+        out = torch.empty_like(y)
+        {RELU_LAUNCH}
+        return out
+    """)
+    assert "shape_special_case" in rejected(torch_first, RELU)
+
+
+def test_a_training_branch_of_a_helper_that_no_call_enables_is_dead_code():
+    helper = f'''
+
+        def relu_bn(x, running_mean, training=False):
+            if training:
+                running_mean.copy_(x.mean(dim=0))
+            y = x
+            out = torch.empty_like(y)
+            {RELU_LAUNCH}
+            return out
+    '''
+    src = triton_candidate("return relu_bn(x, rest[0])", helper=helper)
+    bn_ref = ref("torch.relu(x)", args="x, running_mean")
+    assert rejected(src, bn_ref) == set(), static_findings(src, bn_ref)
+    enabled = src.replace("relu_bn(x, rest[0])", "relu_bn(x, rest[0], training=True)")
+    assert rejected(enabled, bn_ref) != set()
