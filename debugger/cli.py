@@ -31,6 +31,12 @@ def _semantics_args(p: argparse.ArgumentParser, default: str = "kernel") -> None
                         "KernelBench's verdict (each model's own initialisation under seed 42, its 5 trials, "
                         "torch.allclose atol=rtol=1e-2)")
     p.add_argument("--kb-tolerance", type=float, help="KernelBench's atol=rtol (default 1e-2, as v0.1)")
+    p.add_argument("--sizes", choices=["auto", "published", "small"], default="published",
+                   help="published: the task's sizes (default); small: batch-like constants halved until a "
+                        "check's inputs fit (1 MiB on the CPU, 256 MB on a GPU); auto: published where a check "
+                        "fits the device's memory, else small")
+    p.add_argument("--checks", choices=["all", "kernel", "kernelbench"], default="all",
+                   help="which checks run: both verdicts' (default), or one verdict's only")
 
 
 def _load(args):
@@ -52,8 +58,11 @@ def cmd_eval(args) -> int:
 
     case, settings = _load(args)
     log(f"evaluating {case.name} on {settings.device} ...")
+    from debugger.evaluate import kernelbench_checks, standard_checks
+
+    checks = {"all": None, "kernel": standard_checks(), "kernelbench": kernelbench_checks()}[args.checks]
     report = evaluate(case, settings.device, timeout=settings.timeout, memory_limit_gb=settings.memory_limit_gb,
-                      semantics=args.semantics, kb_tolerance=args.kb_tolerance)
+                      semantics=args.semantics, kb_tolerance=args.kb_tolerance, sizes=args.sizes, checks=checks)
     if args.json:
         print_json(report.to_dict())
     else:

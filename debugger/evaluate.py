@@ -132,22 +132,24 @@ def _float(v):
 def evaluate(case: Case, device: str | None = None, *, atol: float | None = None, rtol: float | None = None,
              timeout: float = 120.0, memory_limit_gb: float = 16.0, checks: list[dict] | None = None,
              capture: bool = False, fail_fast: bool = False, semantics: str = "kernel",
-             kb_tolerance: float | None = None) -> EvalReport:
+             kb_tolerance: float | None = None, sizes: str = "published") -> EvalReport:
     """Evaluate a candidate against its reference; see `run_evaluation` for the tensors too."""
     return run_evaluation(case, device, atol=atol, rtol=rtol, timeout=timeout, memory_limit_gb=memory_limit_gb,
                           checks=checks, capture=capture, fail_fast=fail_fast, semantics=semantics,
-                          kb_tolerance=kb_tolerance).report
+                          kb_tolerance=kb_tolerance, sizes=sizes).report
 
 
 def run_evaluation(case: Case, device: str | None = None, *, atol: float | None = None,
                    rtol: float | None = None, timeout: float = 120.0, memory_limit_gb: float = 16.0,
                    checks: list[dict] | None = None, capture: bool = False,
                    fail_fast: bool = False, sandbox=None, semantics: str = "kernel",
-                   kb_tolerance: float | None = None) -> Evaluation:
+                   kb_tolerance: float | None = None, sizes: str = "published") -> Evaluation:
     """Run every check in the sandbox; return the report (and captured tensors when asked).
 
     Without `checks`, both verdicts' checks run: the kernel checks and KernelBench's trials.
     `semantics` says which verdict sets the report's status (both are reported either way).
+    `sizes` (debugger/sizes.py): published, small (batch-like constants halved until the inputs fit
+    the device's budget) or auto (published where a check fits the device, else small).
     """
     from debugger.compare import KERNELBENCH_TOLERANCE
     from debugger.settings import default_device
@@ -179,6 +181,11 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
             report.status = "invalid_input"
             report.message = f"reference cannot be loaded: {first_setup.get('error')}"
             return _finish(ev, t_start)
+        if sizes != "published":
+            report.sizes = _plan_sizes(case, reference, device, sizes, timeout)
+            for spec in specs:
+                if report.sizes.get("shapes") and not spec.get("shapes"):
+                    spec["shapes"] = dict(report.sizes["shapes"])
         candidate = sandbox.spawn("candidate", setup)
         try:
             cand_setup, _ = candidate.wait_reply(timeout)
@@ -225,6 +232,32 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
         reference.close()
         if candidate is not None:
             candidate.close()
+
+
+def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -> dict:
+    """The shapes every check runs at, measured by the reference worker (see debugger/sizes.py)."""
+    from debugger import sizes as plan
+
+    free = {}
+
+    def measure(shapes: dict):
+        try:
+            header, _ = reference.request({"op": "input_bytes", "shapes": shapes}, timeout=timeout)
+        except (WorkerTimeout, WorkerDied):
+            return None
+        free["bytes"] = header.get("device_free")
+        return header.get("bytes") if header.get("ok") else None
+
+    budget = plan.BUDGET_BYTES.get(device, plan.BUDGET_BYTES["cpu"])
+    published = measure({})
+    if mode == "auto" and published is not None:
+        room = free.get("bytes") if device == "cuda" else 1 << 30
+        if room and plan.check_memory_estimate(published) <= room:
+            return {"mode": "auto", "shapes": {}, "published_input_bytes": published, "input_bytes": published,
+                    "memory_estimate_bytes": plan.check_memory_estimate(published), "reduced": False}
+    shapes, published, now = plan.reduce_shapes(case.reference_src, measure, budget)
+    return {"mode": mode, "shapes": shapes, "published_input_bytes": published, "input_bytes": now,
+            "memory_estimate_bytes": plan.check_memory_estimate(now), "reduced": bool(shapes)}
 
 
 def sandbox_cache_dir():

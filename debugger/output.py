@@ -56,6 +56,10 @@ def eval_text(report) -> str:
         failed = f", failing {', '.join(v['failed'][:6])}" if v["failed"] else ""
         skipped = f", {len(v['skipped'])} skipped" if v["skipped"] else ""
         lines.append(f"{name} verdict: {v['status']}{mark} ({v['checks']} checks{failed}{skipped})")
+    if report.sizes.get("reduced"):
+        sz = report.sizes
+        lines.append(f"sizes: {sz['mode']}: {', '.join(f'{k}={v}' for k, v in sz['shapes'].items())} "
+                     f"(inputs {sz['input_bytes'] / 2**20:.1f} MiB; published {sz['published_input_bytes'] / 2**20:.1f} MiB)")
     if report.verdict_note:
         lines.append(f"why they differ: {report.verdict_note}")
     pm = report.parameter_map

@@ -82,6 +82,7 @@ class EvalReport:
     verdicts: dict = field(default_factory=dict)  # "kernel" / "kernelbench" -> {status, message, failed}
     verdict_note: str = ""  # why the two verdicts differ, when they do
     parameter_map: dict | None = None  # ModelNew <- Model tensor correspondence (debugger/params.py)
+    sizes: dict = field(default_factory=dict)  # the sizes plan when not published (debugger/sizes.py)
 
     @property
     def passed(self) -> bool:

@@ -311,3 +311,19 @@ def test_kb_repair_fixes_parameter_init_of_a_linear_kernel_and_the_gate_accepts(
     assert result.verdict["verdict"] == "accept"
     final = evaluate(case.with_candidate(result.repaired_src), "cpu", semantics="kernelbench")
     assert final.status == "pass" and final.verdicts["kernel"]["status"] == "pass"
+
+
+def test_small_sizes_halve_the_batch_until_the_inputs_fit(tmp_path):
+    from debugger.sizes import input_constants
+
+    big = AFFINE_REF.replace("n = 37", "n = 37\nbatch_size = 65536").replace("torch.randn(5, n)",
+                                                                        "torch.randn(batch_size, n)")
+    assert list(input_constants(big)) == ["batch_size"]  # n is read by get_init_inputs: a hyperparameter
+    wide = RENAMED.replace("cdiv(total, 64)", "cdiv(total, 1024)").replace("BLOCK=64", "BLOCK=1024")
+    report = evaluate(case_from_sources(big, wide), "cpu", checks=[standard_checks()[0], kernelbench_checks()[0]],
+                      sizes="small")
+    assert report.sizes["shapes"] == {"batch_size": 4096} and report.sizes["reduced"]
+    assert report.sizes["published_input_bytes"] == 65536 * 37 * 4
+    assert report.sizes["input_bytes"] <= 1 << 20
+    assert report.status == "pass" and report.verdicts["kernelbench"]["status"] == "pass"
+    assert all(c.spec["shapes"] == {"batch_size": 4096} for c in report.checks)

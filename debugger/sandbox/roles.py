@@ -187,6 +187,18 @@ class ReferenceRole:
         tensors = channel.blob_to_tensors(blob) if blob else []
         return {"ok": True, **localise(self.intermediates, header.get("writes") or [], tensors)}, None
 
+    def input_bytes(self, header: dict) -> tuple[dict, None]:
+        """Bytes of get_inputs() under a shapes override, drawn on the meta device (nothing allocated),
+        and the device's free memory (for the sizes plan, debugger/sizes.py)."""
+        try:
+            with inputs.shapes_overridden(self.module, header.get("shapes")), torch.device("meta"):
+                raw = self.module.get_inputs()
+            total = sum(x.numel() * x.element_size() for x in raw if isinstance(x, torch.Tensor))
+        except Exception as e:  # noqa: BLE001 - these shapes cannot be drawn: the plan skips them
+            return {"ok": False, "error": f"{type(e).__name__}: {e}"[:300]}, None
+        free = torch.cuda.mem_get_info()[0] if self.device == "cuda" else None
+        return {"ok": True, "bytes": int(total), "device_free": free}, None
+
     def sanity(self, header: dict) -> tuple[dict, None]:
         """Flag a reference that cannot tell right from wrong."""
         warnings = []
@@ -345,6 +357,8 @@ def serve(conn, role: str, setup: dict, scratch: Path) -> None:
                 reply, out_blob = worker.run(header["spec"])
             elif op == "compare":
                 reply, out_blob = worker.compare(header, blob)
+            elif op == "input_bytes" and role == "reference":
+                reply, out_blob = worker.input_bytes(header)
             elif op == "sanity":
                 reply, out_blob = worker.sanity(header)
             elif op == "captured" and role == "reference":

@@ -1,0 +1,77 @@
+"""Check sizes: the task's published sizes, or reduced ones that fit the device and the time.
+
+KernelBench's published inputs reach 16 GB: a check takes 10-15 s on an H200 and the interpreter
+cannot run them at all. `small` scales the module-level int constants that get_inputs() reads (batch-
+like names first, then the largest) by halving, until the inputs fit a byte budget: halving keeps
+the divisibility a reference usually relies on, and constants only get_init_inputs() reads (channels,
+kernel sizes, heads) are the operator's hyperparameters and stay. The input bytes are measured by the
+reference worker, which draws get_inputs() on the meta device (nothing is allocated).
+
+`auto` means: reduced sizes for the repair loop, published sizes for the final verdict where they fit
+the device; `published` never reduces.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+SIZES = ("auto", "published", "small")
+BUDGET_BYTES = {"cpu": 1 << 20, "cuda": 256 << 20}  # inputs of one check at reduced sizes
+BATCH_LIKE = re.compile(r"batch|^b$|^bs$|^n$|^m$|num_samples|samples", re.I)
+# Per check the workers hold the inputs about five times over (pristine, clone, float64 copies) plus
+# outputs of similar size: the estimate a scheduler can pack by.
+CHECK_MEMORY_FACTOR = 8
+
+
+def input_constants(reference_src: str) -> dict[str, int]:
+    """Module-level int constants (> 1) that get_inputs() reads, in the order to scale them."""
+    tree = ast.parse(reference_src)
+    consts: dict[str, int] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            v = node.value
+            if isinstance(v, ast.Constant) and type(v.value) is int and v.value > 1:
+                consts[node.targets[0].id] = v.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                and isinstance(node.value, ast.Tuple):
+            for t, v in zip(node.targets[0].elts, node.value.elts):
+                if isinstance(t, ast.Name) and isinstance(v, ast.Constant) and type(v.value) is int and v.value > 1:
+                    consts[t.id] = v.value
+    get_inputs = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    if get_inputs is None:
+        return {}
+    used = {n.id for n in ast.walk(get_inputs) if isinstance(n, ast.Name)}
+    init = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_init_inputs"), None)
+    hyper = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} if init is not None else set()
+    keep = {k: v for k, v in consts.items() if k in used and k not in hyper}
+    return dict(sorted(keep.items(), key=lambda kv: (not BATCH_LIKE.search(kv[0]), -kv[1])))
+
+
+def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40) -> tuple[dict, int, int]:
+    """(shapes, bytes at published sizes, bytes at the returned shapes). `measure(shapes)` returns
+    the input bytes for a shapes override (or None when get_inputs() cannot be drawn so)."""
+    consts = input_constants(reference_src)
+    published = measure({})
+    if published is None or published <= budget or not consts:
+        return {}, published or 0, published or 0
+    shapes: dict[str, int] = {}
+    current = published
+    for _ in range(max_steps):
+        if current <= budget:
+            break
+        # halve the first constant (in scaling order) that can still shrink
+        name = next((k for k in consts if shapes.get(k, consts[k]) >= 4), None)
+        if name is None:
+            break
+        trial = dict(shapes, **{name: max(2, shapes.get(name, consts[name]) // 2)})
+        got = measure(trial)
+        if got is None:
+            consts.pop(name)
+            continue
+        shapes, current = trial, got
+    return shapes, published, current
+
+
+def check_memory_estimate(input_bytes: int) -> int:
+    """Bytes one check is expected to hold on the device (for scheduling evaluations that share it)."""
+    return CHECK_MEMORY_FACTOR * input_bytes
