@@ -12,6 +12,10 @@ def register(sub, case_args) -> None:
     p.add_argument("--no-probes", action="store_true", help="skip the instrumented run")
     p.add_argument("--no-localisation", action="store_true",
                    help="skip localisation across kernels (multi-kernel candidates)")
+    p.add_argument("--sizes", choices=["auto", "published", "small"], default="published",
+                   help="the sizes the checks run at (see kdebug eval --help)")
+    p.add_argument("--semantics", choices=["kernel", "kernelbench"], default="kernel",
+                   help="the verdict the summary leads with; a failure of either verdict is diagnosed")
     p.set_defaults(func=run)
 
 
@@ -25,7 +29,7 @@ def run(args) -> int:
     case, settings = _load(args)
     log(f"diagnosing {case.name} on {settings.device} ...")
     ev = run_evaluation(case, settings.device, capture=True, timeout=settings.timeout,
-                        memory_limit_gb=settings.memory_limit_gb)
+                        memory_limit_gb=settings.memory_limit_gb, sizes=args.sizes, semantics=args.semantics)
     diag = diagnose(case, settings.device, experiments=not args.no_experiments, probes=not args.no_probes,
                     localise=not args.no_localisation, timeout=settings.timeout, evaluation=ev)
     plot_path = None

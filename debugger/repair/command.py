@@ -16,6 +16,8 @@ def register(sub, case_args) -> None:
     p.add_argument("--max-iters", type=int, help="iteration budget (default 12)")
     p.add_argument("--token-budget", type=int, help="token budget for model calls (default 200000)")
     p.add_argument("--wall-budget", type=float, help="wall-clock budget in seconds (default 600)")
+    p.add_argument("--kb-wall-budget", type=float, help="seconds the recipe search may take before it stops "
+                   "(or hands over to the model; default 300, at most --wall-budget)")
     p.add_argument("--strict-precision", action="store_true", help="also reject tf32 in tl.dot")
     p.add_argument("--no-retrieval", action="store_true", help="ablation: no knowledge-base retrieval")
     p.add_argument("--no-instrumentation", action="store_true", help="ablation: no probes")
@@ -25,6 +27,9 @@ def register(sub, case_args) -> None:
     p.add_argument("--semantics", choices=["kernel", "kernelbench"], default="kernel",
                    help="kernel (default): repaired when the kernel verdict passes (Model's weights mapped in); "
                         "kernelbench: KernelBench's verdict (each model's own initialisation) must pass too")
+    p.add_argument("--sizes", choices=["auto", "published", "small"], default="published",
+                   help="auto: the loop at reduced sizes, the final verdict at the published sizes where they "
+                        "fit the device; small: reduced sizes throughout; published (default)")
     p.set_defaults(func=run)
     r = sub.add_parser("runs", help="list repair runs from the ledger")
     r.add_argument("run_id", nargs="?", help="show one run with its iterations")
@@ -45,7 +50,7 @@ def run(args) -> int:
     result = repair(case, settings=settings, output=args.output, progress=log, resume=args.resume,
                     strict_precision=args.strict_precision, retrieval=not args.no_retrieval,
                     instrumentation=not args.no_instrumentation, integrity=not args.no_integrity,
-                    write_back=not args.no_write_back, semantics=args.semantics)
+                    write_back=not args.no_write_back, semantics=args.semantics, sizes=args.sizes)
     if args.json:
         print_json(result.to_dict())
     else:

@@ -17,6 +17,7 @@ from debugger.case import Case, top_level_names
 from debugger.evaluate import kernelbench_checks, run_evaluation, standard_checks
 from debugger.repair.state import RepairState, RunContext
 
+EXPERIMENT_SECONDS = 60.0  # a slow candidate's experiments stop here (the loop's iterations test the rest)
 HARNESS_NAMES = {"Model", "get_inputs", "get_init_inputs", "atol", "rtol"}
 
 
@@ -31,7 +32,7 @@ def _evaluation(state: RepairState, ctx: RunContext, src: str, capture: bool = T
     ev = ctx.cache.get(key)
     if ev is None:
         ev = run_evaluation(case_of(state, src), ctx.device, capture=capture, timeout=ctx.timeout,
-                            semantics=ctx.evaluation_semantics)
+                            semantics=ctx.evaluation_semantics, sizes=ctx.loop_sizes)
         ctx.cache = {key: ev}  # keep only the latest (tensors can be large)
     return ev
 
@@ -58,7 +59,8 @@ def diagnose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     ctx = runtime.context
     ev = _evaluation(state, ctx, state["best_src"])
     diag = run_diagnosis(case_of(state, state["best_src"]), ctx.device, evaluation=ev,
-                         probes=ctx.instrumentation, experiments=True, experiment_budget=3, timeout=ctx.timeout)
+                         probes=ctx.instrumentation, experiments=True, experiment_budget=3, timeout=ctx.timeout,
+                         experiment_seconds=EXPERIMENT_SECONDS)
     d = diag.to_dict()
     d["prompt_text"] = diag.prompt_text()
     if diag.hypotheses:
@@ -103,16 +105,29 @@ def propose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     tried = set(state.get("tried") or [])
     tokens = dict(state.get("tokens") or {"prompt": 0, "completion": 0})
     phase = state.get("phase", "kb")
-    backend_context = {"reference_src": state["reference_src"], "feedback": state.get("feedback")}
+    backend_context = {"reference_src": state["reference_src"], "feedback": state.get("feedback"),
+                       "atol": state.get("atol"), "device": ctx.device}
 
     def fresh(items):
         return [p for p in items if not p.get("new_src") or source_hash(p["new_src"]) not in tried]
 
     queue = fresh(queue)
-    if not queue and phase == "kb" and ctx.kb_backend is not None and not state.get("kb_asked_for"):
+    rewrite = (state.get("diagnosis") or {}).get("needs_rewrite")
+    kb_over = phase == "kb" and time.time() - state.get("started_at", time.time()) >= ctx.limits.kb_wall_budget
+    stop_kb = None
+    if phase == "kb" and (rewrite or kb_over):
+        # No recipe can write an operator the code never computes; a kb search past its budget stops.
+        queue, stop_kb = [], "needs_rewrite" if rewrite else "wall_clock_budget"
+        ctx.say(f"  needs a rewrite ({rewrite['reason']}): {'; '.join(rewrite['evidence'])[:300]}" if rewrite
+                else f"  kb budget of {ctx.limits.kb_wall_budget:.0f} s spent")
+    elif not queue and phase == "kb" and ctx.kb_backend is not None and state.get("kb_asked_for") != state["best_src"]:
+        # asked once per best version: a better version (re-diagnosed) gets the recipes' next step
         proposals = ctx.kb_backend.propose(state["best_src"], state.get("diagnosis") or {},
                                            state.get("retrieved") or {}, backend_context)
         queue = fresh([p.to_dict() for p in proposals])
+        if not queue and getattr(ctx.kb_backend, "dropped", 0):
+            stop_kb = "no_applicable_recipe"
+            ctx.say(f"  no recipe applies to the evidence ({ctx.kb_backend.dropped} proposals without support)")
     if not queue and ctx.model_backend is not None:
         phase = "openai"
         try:
@@ -127,7 +142,7 @@ def propose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
             tokens["completion"] += p.completion_tokens
         queue = [p.to_dict() for p in proposals]
     if not queue:
-        return {"proposal": None, "queue": [], "stop": "exhausted", "phase": phase, "tokens": tokens}
+        return {"proposal": None, "queue": [], "stop": stop_kb or "exhausted", "phase": phase, "tokens": tokens}
     proposal, rest = queue[0], queue[1:]
     return {"proposal": proposal, "queue": rest, "phase": phase, "tokens": tokens,
             "kb_asked_for": state["best_src"] if phase == "kb" else state.get("kb_asked_for")}
@@ -190,9 +205,17 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
                                "report": screen.to_dict()}}
     checks = standard_checks() + (kernelbench_checks() if ctx.semantics == "kernelbench" else [])
     ev = run_evaluation(case, ctx.device, checks=checks, capture=True, timeout=ctx.timeout,
-                        semantics=ctx.evaluation_semantics)
+                        semantics=ctx.evaluation_semantics, sizes=ctx.loop_sizes)
     ctx.cache = {source_hash(src): ev}
     report = ev.report
+    if report.passed and ctx.sizes == "auto" and report.sizes.get("reduced"):
+        # the final verdict at the published sizes (where a check fits the device)
+        final = run_evaluation(case, ctx.device, checks=checks, timeout=ctx.timeout,
+                               semantics=ctx.evaluation_semantics, sizes="auto").report
+        if not final.passed:
+            report = final
+            report.message = f"passes at reduced sizes, fails at {final.sizes.get('mode', 'published')} sizes: " \
+                             f"{final.message}"
     return {"verify": {"passed": report.passed, "status": report.status, "score": report.error_score(),
                        "screen": False, "message": report.message,
                        "signature": report.signature.key() if report.signature else None, "report": report.to_dict()}}

@@ -72,14 +72,16 @@ def build_context(settings: Settings, *, backend: str, run_id: str, ledger, know
         from debugger.backends.openai_compat import OpenAIBackend
 
         model_backend = OpenAIBackend(base_url=settings.base_url, api_key=settings.api_key, model=settings.model)
+    kb_budget = options.get("kb_wall_budget") or Limits.kb_wall_budget
     limits = Limits(max_iters=settings.max_iters, token_budget=settings.token_budget,
-                    wall_budget=settings.wall_budget)
+                    wall_budget=settings.wall_budget, kb_wall_budget=min(kb_budget, settings.wall_budget))
     return RunContext(device=settings.device, limits=limits, kb_backend=kb_backend, model_backend=model_backend,
                       knowledge=knowledge, ledger=ledger, run_id=run_id, timeout=settings.timeout,
                       strict_precision=options.get("strict_precision", False),
                       write_back=options.get("write_back", True), retrieval=options.get("retrieval", True),
                       instrumentation=options.get("instrumentation", True),
                       integrity=options.get("integrity", True), semantics=options.get("semantics", "kernel"),
+                      sizes=options.get("sizes", "published"),
                       progress=progress)
 
 

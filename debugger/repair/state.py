@@ -49,6 +49,7 @@ class Limits:
     max_iters: int = 12
     token_budget: int = 200_000
     wall_budget: float = 600.0
+    kb_wall_budget: float = 300.0  # the recipe search stops here (a model, when configured, takes over)
     same_signature: int = 4
     patience: int = 8
 
@@ -72,6 +73,9 @@ class RunContext:
     integrity: bool = True
     # kernel: repaired when the kernel verdict passes; kernelbench: KernelBench's verdict must pass too
     semantics: str = "kernel"
+    # published | small | auto (debugger/sizes.py): auto repairs at reduced sizes and gives the final
+    # verdict at the published sizes where a check fits the device
+    sizes: str = "published"
     progress: Any = None
     cache: dict = field(default_factory=dict)  # per-run: captured evaluations by source hash
 
@@ -79,6 +83,11 @@ class RunContext:
     def evaluation_semantics(self) -> str:
         """What the loop's evaluations judge by: a KernelBench repair must also be a right kernel."""
         return "both" if self.semantics == "kernelbench" else "kernel"
+
+    @property
+    def loop_sizes(self) -> str:
+        """The sizes the loop's own evaluations run at."""
+        return "small" if self.sizes == "auto" else self.sizes
 
     def say(self, msg: str) -> None:
         if self.progress:

@@ -223,6 +223,19 @@ class ReferenceRole:
         return {"ok": True, "warnings": warnings}, None
 
 
+def _extension_build_dir(setup: dict) -> None:
+    """load_inline builds into TORCH_EXTENSIONS_DIR: one folder per candidate source inside the cache
+    the sandbox may write, so that re-evaluating a candidate reuses its build, and evaluations of
+    answers that all name their extension alike ("custom_op") never share a build folder or its lock."""
+    import hashlib
+    import os
+
+    cache = (setup.get("allow_write") or [None])[0]
+    if cache and "TORCH_EXTENSIONS_DIR" not in os.environ:
+        digest = hashlib.sha256(setup["candidate_src"].encode()).hexdigest()[:16]
+        os.environ["TORCH_EXTENSIONS_DIR"] = str(Path(cache) / "torch_extensions" / digest)
+
+
 class CandidateRole:
     """Runs ModelNew under poisoning and recording; never holds reference outputs."""
 
@@ -239,6 +252,7 @@ class CandidateRole:
         self.last_writes: list = []
 
     def load_candidate(self) -> dict:
+        _extension_build_dir(self.setup)
         try:
             self.cand_module = inputs.load_module(self.setup["candidate_src"], self.scratch, "candidate")
         except SyntaxError as e:
