@@ -153,7 +153,8 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
         row["not_runnable"] = "CUDA (load_inline) needs nvcc and a GPU; run with --device cuda"
         return row
     device = ["--device", opts.device]
-    flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes}, row["flags"])
+    flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes,
+                                   "--checks": getattr(opts, "checks", None)}, row["flags"])
     res = kd.run(["eval", str(case), *device, *flags], opts.timeout, out)
     row["eval"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
     if res["json"] is None:
@@ -397,6 +398,8 @@ def parse(argv=None):
     ap.add_argument("--resume", action="store_true", help="keep OUT/rows.jsonl's rows, run only the others")
     ap.add_argument("--semantics", choices=["kernel", "kernelbench"])
     ap.add_argument("--sizes", choices=["auto", "published", "small"])
+    ap.add_argument("--checks", choices=["all", "kernel", "kernelbench"],
+                    help="which checks kdebug eval runs (kernelbench: only KernelBench's trials, for agreement)")
     ap.add_argument("--policy", choices=["kernelbench", "strict"], default="kernelbench",
                     help="kdebug check's policy for repaired answers (default kernelbench)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per eval / diagnose / check (default 900)")
