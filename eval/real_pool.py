@@ -114,6 +114,10 @@ def eval_fields(data: dict | None) -> dict:
     out = {"status": data.get("status"), "message": str(data.get("message") or "")[:300],
            "checks": len(data.get("checks") or []),
            "failed_checks": [c.get("name") for c in data.get("checks") or [] if not c.get("passed")][:12]}
+    timed = [(c.get("seconds"), c.get("name")) for c in data.get("checks") or []
+             if isinstance(c.get("seconds"), (int, float))]
+    if timed:
+        out["slowest_check"] = {"name": max(timed)[1], "seconds": round(max(timed)[0], 1)}
     verdicts = data.get("verdicts")
     if isinstance(verdicts, dict):
         for name in ("kernel", "kernelbench"):

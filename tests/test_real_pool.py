@@ -125,7 +125,7 @@ def test_rows_repair_flow_and_the_table(tmp_path):
     out = tmp_path / "out"
     fake = FakeKdebug({
         "eval": {"status": "mismatch", "message": "mismatch on 3/16 checks",
-                 "checks": [{"name": "seed0", "passed": False}],
+                 "checks": [{"name": "seed0", "passed": False, "seconds": 1.25}, {"name": "x3", "passed": True}],
                  "verdicts": {"kernel": {"status": "mismatch", "failed": ["seed0"]},
                               "kernelbench": {"status": "mismatch", "failed": ["kb_trial0"]}},
                  "parameter_map": {"pairs": [["w", "w"]], "unmatched_candidate": [], "unmatched_reference": ["b"]}},
@@ -140,6 +140,7 @@ def test_rows_repair_flow_and_the_table(tmp_path):
     assert "--sizes" not in fake.calls[0] and fake.calls[3][-2:] == ["--policy", "kernelbench"]
     assert row["flags"]["left_out"] == ["eval --sizes auto", "diagnose --sizes auto", "repair --sizes auto",
                                         "repair --max-iters 4"]
+    assert row["eval"]["slowest_check"] == {"name": "seed0", "seconds": 1.2} and row["eval"]["checks"] == 2
     assert row["eval"]["parameter_map"] == {"pairs": 1, "unmatched_candidate": [], "unmatched_reference": ["b"]}
     assert row["diagnose"]["top"] == "operator_misread" and row["check"]["verdict"] == "accept"
     cuda = answers["nearmiss/cuda_add__m2"]
