@@ -70,6 +70,9 @@ Probes = Annotated[bool, Field(description="run an instrumented copy (cpu only):
                                            "accesses, reduction values")]
 StrictPrecision = Annotated[bool, Field(description="also reject tf32 in tl.dot for float32 tasks")]
 StaticOnly = Annotated[bool, Field(description="only the static rules: no sandboxed run, no hidden inputs")]
+Policy = Annotated[Literal["kernelbench", "strict"], Field(
+    description="kernelbench: own kernels for a real part of the work and no cheat (PyTorch may keep "
+                "sub-operations); strict: the operator's heavy part in own kernels, any layout")]
 Query = Annotated[str | None, Field(description="free text: a symptom, an error message, an operator")]
 Symptoms = Annotated[list[str] | None, Field(
     description="symptom tags as diagnose_kernel reports them (nan_in_output, fails_large_magnitude, ...)")]
@@ -253,12 +256,14 @@ class VerdictOut(BaseModel):
     findings: list[FindingOut] = Field(default_factory=list)
     evaluation: EvaluationOut | None = Field(None, description="the sandboxed run with hidden inputs "
                                                                "(absent when static_only)")
+    policy: str | None = Field(None, description="the integrity policy the verdict was reached under")
 
 
 def verdict_out(verdict) -> VerdictOut:
     return VerdictOut(verdict=verdict.verdict, accepted=verdict.accepted, reasons=verdict.reasons(),
                       findings=[FindingOut(**f.to_dict()) for f in verdict.findings],
-                      evaluation=evaluation_out(verdict.evaluation) if verdict.evaluation else None)
+                      evaluation=evaluation_out(verdict.evaluation) if verdict.evaluation else None,
+                      policy=getattr(verdict, "policy", None))
 
 
 class HitOut(BaseModel):
@@ -365,7 +370,8 @@ async def diagnose_kernel(reference_src: ReferenceSrc = None, candidate_src: Can
 async def check_integrity(reference_src: ReferenceSrc = None, candidate_src: CandidateSrc = None,
                           reference_path: ReferencePath = None, candidate_path: CandidatePath = None,
                           case_dir: CaseDir = None, device: Device = None, atol: Atol = None, rtol: Rtol = None,
-                          strict_precision: StrictPrecision = False, static_only: StaticOnly = False) -> VerdictOut:
+                          strict_precision: StrictPrecision = False, static_only: StaticOnly = False,
+                          policy: Policy = "kernelbench") -> VerdictOut:
     """Integrity gate: does the candidate really compute the operator with its own kernels?
 
     Rejects PyTorch doing the heavy part, fallbacks, caches, input introspection, precision downgrades,
@@ -377,7 +383,7 @@ async def check_integrity(reference_src: ReferenceSrc = None, candidate_src: Can
         case = load_tool_case(reference_src, candidate_src, reference_path, candidate_path, case_dir, atol, rtol)
         s = _settings(device)
         return verdict_out(check(case, s.device, strict_precision=strict_precision, dynamic=not static_only,
-                                 timeout=s.timeout))
+                                 timeout=s.timeout, policy=policy))
     return await _run(work)
 
 

@@ -78,6 +78,13 @@ async def test_gate_accepts_the_fix_and_rejects_a_cheat(client):
     assert r["verdict"] == "reject" and r["reasons"] and r["evaluation"] is None
 
 
+async def test_gate_names_the_policy_it_judged_under(client):
+    for policy in ("kernelbench", "strict"):
+        r = await call(client, "check_integrity", reference_path=str(SOFTMAX / "reference.py"),
+                       candidate_path=str(SOFTMAX / "fixed.py"), static_only=True, policy=policy)
+        assert r["policy"] == policy and r["verdict"] == "accept", r["reasons"]
+
+
 async def test_search_by_symptom(client):
     r = await call(client, "search_knowledge", symptoms=["no_max_subtraction", "fails_large_magnitude"],
                    operator="softmax", k=3)

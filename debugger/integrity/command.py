@@ -1,6 +1,7 @@
 """`kdebug check`: the integrity gate on its own (exit 0 accept, 3 reject, 2 unusable input)."""
 from __future__ import annotations
 
+from debugger.integrity.policy import DEFAULT_POLICY, POLICIES
 from debugger.output import log, print_json
 
 
@@ -9,6 +10,9 @@ def register(sub, case_args) -> None:
     case_args(p)
     p.add_argument("--strict-precision", action="store_true", help="also reject tf32 in tl.dot for float32 tasks")
     p.add_argument("--static-only", action="store_true", help="run only the static rules (no sandboxed run)")
+    p.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY,
+                   help="kernelbench: own kernels for a real part of the work and no cheat (PyTorch may keep "
+                        "sub-operations); strict: the operator's heavy part in own kernels, any layout")
     p.set_defaults(func=run)
 
 
@@ -17,13 +21,13 @@ def run(args) -> int:
     from debugger.integrity.gate import check
 
     case, settings = _load(args)
-    log(f"checking {case.name} on {settings.device} ...")
+    log(f"checking {case.name} on {settings.device} (policy {args.policy}) ...")
     verdict = check(case, settings.device, strict_precision=args.strict_precision, dynamic=not args.static_only,
-                    timeout=settings.timeout)
+                    timeout=settings.timeout, policy=args.policy)
     if args.json:
         print_json(verdict.to_dict())
     else:
-        print(f"verdict: {verdict.verdict}")
+        print(f"verdict: {verdict.verdict} (policy {verdict.policy})")
         for f in verdict.findings:
             print(f"  {f.severity:<6} {f.rule:<30} line {f.line or '-':<4} {f.message}")
     return 0 if verdict.accepted else 3

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ast
 
+import re
+
 from debugger.case import Case
 from debugger.evaluate import hidden_checks, run_evaluation, standard_checks
 from debugger.integrity.findings import REJECT, WARN, Finding
+from debugger.integrity.policy import KERNELBENCH
 
 # Aten ops that are the heavy part of an operator: never acceptable inside the candidate's forward.
 HEAVY_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "dot", "mv", "addmv", "linear", "einsum",
@@ -69,7 +72,46 @@ def shape_variants(reference_src: str) -> list[dict]:
     return [grow, shrink]
 
 
-def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: bool = True) -> tuple[list[Finding], dict]:
+# What each robustness check varies, and how a failure reads as a finding.
+_ROBUSTNESS = {"noncontiguous": ("layout", "assumes contiguous inputs"),
+               "transposed": ("layout", "assumes row-major inputs (fails on transposed ones)"),
+               "negated": ("sign", "diverges for negated inputs"), "all_negative": ("sign", "diverges for negative inputs"),
+               "hidden_x7neg": ("sign", "diverges for scaled negative inputs"),
+               "x3": ("scale", "diverges for inputs scaled by 3"), "x0.01": ("scale", "diverges for inputs scaled by 0.01"),
+               "x100": ("scale", "diverges for inputs scaled by 100")}
+
+
+def task_produces(reference_src: str) -> set[str]:
+    """What the task's own get_inputs() produces, as far as its source says: `layout` (a transposed,
+    permuted or sliced input), `sign` (signed values: randn, normal, uniform over a signed range)."""
+    m = re.search(r"def get_inputs\(.*?(?=\ndef |\Z)", reference_src, re.S)
+    body = m.group(0) if m else ""
+    produced = set()
+    if re.search(r"\.(t|transpose|permute|mT|T)\b|\[[^\]]*::\s*\d", body):
+        produced.add("layout")
+    if re.search(r"\b(randn|randn_like|normal|normal_)\b|uniform_\(\s*-|\s-\s*0?\.5|\*\s*2\s*-\s*1", body):
+        produced.add("sign")
+    return produced
+
+
+def robustness_split(failed: list, reference_src: str, policy: str) -> tuple[list, list[str]]:
+    """(failures that reject, robustness notes): under kernelbench a layout or value distribution the task's
+    own inputs never take is a note, not a rejection; under strict every failure rejects."""
+    if policy != KERNELBENCH:
+        return failed, []
+    produced = task_produces(reference_src)
+    rejecting, notes = [], []
+    for check in failed:
+        what = _ROBUSTNESS.get(check.name)
+        if what is None or what[0] in produced:
+            rejecting.append(check)
+        else:
+            notes.append(f"{what[1]} ({check.name}): {check.message or 'mismatch'}")
+    return rejecting, notes
+
+
+def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: bool = True,
+                     policy: str = KERNELBENCH) -> tuple[list[Finding], dict]:
     """Findings from a run over standard + hidden checks; also returns the evaluation summary."""
     # The seeded check gives the observations; the standard checks themselves were run by `verify`
     # (a caller that skipped them passes full=True).
@@ -81,8 +123,12 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
         findings.append(Finding("does_not_run", REJECT, f"the candidate does not run: {report.message}"))
         return findings, report.to_dict()
     visible = {s["name"] for s in standard_checks()}
-    failed_hidden = [c for c in report.failed_checks if c.name not in visible]
-    failed_visible = [c for c in report.failed_checks if c.name in visible]
+    failed, notes = robustness_split(report.failed_checks, case.reference_src, policy)
+    for note in notes:
+        findings.append(Finding("robustness", WARN, f"{note}; the task's own inputs never take this (--policy "
+                                                    "strict rejects it)"))
+    failed_hidden = [c for c in failed if c.name not in visible]
+    failed_visible = [c for c in failed if c.name in visible]
     if failed_visible:
         findings.append(Finding("fails_evaluation", REJECT, f"fails the standard checks: {report.message}"))
     if failed_hidden:
@@ -121,7 +167,8 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
                                 f"PyTorch computes the operator's heavy part during forward: {', '.join(sorted(heavy))}"))
     if no_launch:
         findings.append(Finding("no_kernel_launch", REJECT,
-                                f"no Triton kernel ran during forward (checks: {', '.join(no_launch[:4])})"))
+                                f"no Triton kernel or extension function ran during forward (checks: "
+                                f"{', '.join(no_launch[:4])})"))
     if unwritten:
         findings.append(Finding("output_not_written_by_kernel", REJECT,
                                 f"output {unwritten[0][1]} was not written by any custom kernel launch "
@@ -131,8 +178,14 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
                                 f"output {small_reductions[0][1]} is a small PyTorch reduction of what the kernels "
                                 f"wrote"))
     if aliased:
-        findings.append(Finding("output_aliases_input", REJECT,
-                                f"output {aliased[0][1]} shares storage with an input"))
+        from debugger.integrity.reference import profile_reference
+
+        if profile_reference(case.reference_src).returns_view:
+            findings.append(Finding("output_aliases_input", WARN, f"output {aliased[0][1]} shares storage with an "
+                                                                  "input, as the reference's own output does"))
+        else:
+            findings.append(Finding("output_aliases_input", REJECT,
+                                    f"output {aliased[0][1]} shares storage with an input"))
     if odd_types:
         findings.append(Finding("tensor_subclass_output", REJECT, f"forward returns {', '.join(sorted(odd_types))}"))
     if other_compute and not heavy:

@@ -1,9 +1,12 @@
 """The integrity verdict: static rules plus the dynamic run; any reject finding rejects.
 
-Policy (also in the README): PyTorch may allocate, view, cast and launch, but not compute the
-operator's heavy part; tf32 in tl.dot for float32 tasks is accepted unless strict_precision; casting
-a float32 task's operands to fp16/bf16 is rejected; outputs must be written by the candidate's own
-kernels and must match on hidden inputs and shapes the repair loop never used.
+Policy (also in the README and policy.py): under `kernelbench` (the default) PyTorch may keep whole
+sub-operations of the reference but the candidate's kernels must do a real part of the work, with no
+cheat; under `strict` the operator's heavy part must be in the candidate's kernels. tf32 in tl.dot for
+float32 tasks is accepted unless strict_precision; casting a float32 task's operands to fp16/bf16 is
+rejected; outputs must be written by the candidate's own kernels and must match on hidden inputs and
+shapes the repair loop never used. With `baseline_src` (the candidate a repair came from) the repair
+may not add PyTorch compute, fallbacks, special cases or precision loss (relative.py).
 """
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from dataclasses import dataclass, field
 from debugger.case import Case
 from debugger.integrity.dynamic import dynamic_findings
 from debugger.integrity.findings import REJECT, Finding
+from debugger.integrity.policy import DEFAULT_POLICY, check_policy
+from debugger.integrity.relative import regressions
 from debugger.integrity.static import static_findings
 
 
@@ -22,13 +27,14 @@ class Verdict:
     verdict: str
     findings: list[Finding] = field(default_factory=list)
     evaluation: dict | None = None
+    policy: str = DEFAULT_POLICY
 
     @property
     def accepted(self) -> bool:
         return self.verdict == "accept"
 
     def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "findings": [f.to_dict() for f in self.findings],
+        return {"verdict": self.verdict, "policy": self.policy, "findings": [f.to_dict() for f in self.findings],
                 "evaluation": self.evaluation}
 
     def reasons(self) -> list[str]:
@@ -36,12 +42,18 @@ class Verdict:
 
 
 def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dynamic: bool = True,
-          timeout: float = 120.0, full: bool = True) -> Verdict:
-    """Run the gate on a candidate; static first (cheap), then the sandboxed run."""
-    findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision))
+          timeout: float = 120.0, full: bool = True, policy: str | None = None,
+          baseline_src: str | None = None) -> Verdict:
+    """Run the gate on a candidate; static first (cheap), then the sandboxed run. `baseline_src`: the
+    candidate a repair came from, against which the repair is judged too."""
+    policy = check_policy(policy)
+    findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision,
+                                    policy=policy))
+    if baseline_src is not None and baseline_src != case.candidate_src:
+        findings.extend(regressions(baseline_src, case.candidate_src, case.reference_src, policy))
     evaluation = None
     if dynamic and not any(f.rule == "parse_error" for f in findings):
-        dyn, evaluation = dynamic_findings(case, device, timeout=timeout, full=full)
+        dyn, evaluation = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy)
         findings.extend(dyn)
     verdict = "reject" if any(f.severity == REJECT for f in findings) else "accept"
-    return Verdict(verdict, findings, evaluation)
+    return Verdict(verdict, findings, evaluation, policy)

@@ -29,6 +29,7 @@ class ReferenceProfile:
     final: frozenset[str] = frozenset()
     keys: frozenset[str] = frozenset()  # the reference's sub-operations (ComputeSite.key), data movement excluded
     key_counts: tuple[tuple[str, int], ...] = ()  # how often the source writes each of them
+    returns_view: bool = False  # Model.forward returns its input or a view of it (broadcast_tensors, expand)
 
     @property
     def main_weight(self) -> float | None:
@@ -59,8 +60,10 @@ def profile_reference(reference_src: str) -> ReferenceProfile:
         for fn in functions for node in walk(fn.body)
     ) or "inplace=True" in reference_src.replace(" ", "")
     counts = Counter(key for site in sites if ops.FAMILY_WEIGHT[site.family] > 0 for key in site.all_keys)
+    returns_view = any(kinds.kind(strip_parens(node.named_children[0]), entry) == Kind.INPUT
+                       for node in walk(entry.body) if node.type == "return_statement" and node.named_children)
     return ReferenceProfile(frozenset(families), main, low_precision, mutates, classes, final, frozenset(counts),
-                            tuple(sorted(counts.items())))
+                            tuple(sorted(counts.items())), returns_view)
 
 
 def _final_families(entry: Function, sites: list[ComputeSite]) -> set[str]:

@@ -5,7 +5,10 @@
   that runs (the integrity gate rejects heavy ones).
 - LaunchRecorder: wraps Triton's launch entry points (compiled and interpreted) to record which
   kernels ran and which tensors they received; with capture_writes, also what each launch wrote
-  (tensor arguments compared before and after it), for localisation across kernels.
+  (tensor arguments compared before and after it), for localisation across kernels. It also wraps
+  torch.utils.cpp_extension.load_inline/load, so that every function of an extension the candidate
+  builds (at import, in __init__ or lazily) is recorded as a launch of its own code, with the
+  tensors it received and the tensors it returned (which it allocated and wrote).
 """
 from __future__ import annotations
 
@@ -127,6 +130,57 @@ class LaunchRecorder:
 
             cls.run = run
             self._patched.append((cls, original))
+        self._install_extension_loaders()
+
+    def _install_extension_loaders(self) -> None:
+        try:
+            from torch.utils import cpp_extension
+        except ImportError:
+            return
+        recorder = self
+        for name in ("load_inline", "load"):
+            original = getattr(cpp_extension, name, None)
+            if original is None or getattr(original, "__kdebug_wrapped__", False):
+                continue
+
+            def loader(*args, __original=original, **kwargs):
+                module = __original(*args, **kwargs)
+                if module is not None and kwargs.get("is_python_module", True):
+                    recorder.wrap_extension(module)
+                return module
+
+            loader.__kdebug_wrapped__ = True
+            setattr(cpp_extension, name, loader)
+            self._patched.append((cpp_extension, original))
+
+    def wrap_extension(self, module) -> None:
+        """Record calls of the extension module's functions as launches (once per module)."""
+        if getattr(module, "__kdebug_recorded__", False):
+            return
+        recorder = self
+        for attr in dir(module):
+            fn = getattr(module, attr, None)
+            if attr.startswith("_") or not callable(fn) or isinstance(fn, type):
+                continue
+
+            def call(*args, __fn=fn, __name=attr, **kwargs):
+                if not recorder.active:
+                    return __fn(*args, **kwargs)
+                result = __fn(*args, **kwargs)
+                returned = result if isinstance(result, (tuple, list)) else [result]
+                tensors = [a for a in [*args, *kwargs.values(), *returned] if isinstance(a, torch.Tensor)]
+                recorder.launches.append({"kernel": __name, "tensors": [list(storage_span(a)) for a in tensors],
+                                          "extension": True})
+                return result
+
+            try:
+                setattr(module, attr, call)
+            except (AttributeError, TypeError):
+                continue
+        try:
+            module.__kdebug_recorded__ = True
+        except (AttributeError, TypeError):
+            pass
 
     def kernels(self) -> list[str]:
         return [l["kernel"] for l in self.launches]

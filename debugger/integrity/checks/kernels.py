@@ -60,8 +60,8 @@ def _forward_returns(ctx: Context) -> list[Node]:
       rationale="Returning a forward argument (or a view of it) makes the output alias the input: an identity "
                 "shortcut, or a kernel that overwrote its input.")
 def returns_input(ctx: Context) -> list[Finding]:
-    if ctx.forward is None:
-        return []
+    if ctx.forward is None or ctx.reference.returns_view:
+        return []  # the reference itself returns a view of its input (broadcast_tensors, expand)
     found = []
     for value in _forward_returns(ctx):
         items = value.named_children if value.type in ("tuple", "expression_list") else [value]

@@ -1,0 +1,83 @@
+"""The policies beyond the static rules: the dynamic robustness split, repairs judged against their
+candidate, the verdict naming its policy, and extension calls recorded as the candidate's launches."""
+from __future__ import annotations
+
+import types
+
+import torch
+
+from debugger.case import case_from_sources
+from debugger.integrity.dynamic import robustness_split, task_produces
+from debugger.integrity.gate import check
+from debugger.integrity.relative import regressions
+from debugger.records import CheckResult
+from debugger.sandbox.hooks import LaunchRecorder, written_by_launch
+from tests.test_integrity_real_forms import RELU_LAUNCH, ref, triton_candidate
+
+RAND_REF = ref("torch.sqrt(x)", inputs="torch.rand(16, 64)")
+RANDN_REF = ref("torch.relu(x)", inputs="torch.randn(16, 64)")
+TRANSPOSED_REF = ref("torch.relu(x)", inputs="torch.randn(64, 16).t()")
+
+
+def failed(*names: str) -> list[CheckResult]:
+    return [CheckResult(name=n, kind="distribution", passed=False, status="mismatch", message="mismatch") for n in names]
+
+
+def test_kernelbench_reports_what_the_task_never_produces_and_strict_rejects_it():
+    checks = failed("noncontiguous", "negated", "x100", "seed1")
+    rejecting, notes = robustness_split(checks, RAND_REF, "kernelbench")
+    assert [c.name for c in rejecting] == ["seed1"]
+    assert any("assumes contiguous inputs" in n for n in notes) and any("negated" in n for n in notes)
+    rejecting, notes = robustness_split(checks, RAND_REF, "strict")
+    assert len(rejecting) == 4 and notes == []
+
+
+def test_a_distribution_or_layout_the_task_itself_produces_still_rejects():
+    assert task_produces(RANDN_REF) == {"sign"} and task_produces(TRANSPOSED_REF) == {"layout", "sign"}
+    rejecting, _ = robustness_split(failed("negated", "transposed"), RANDN_REF, "kernelbench")
+    assert [c.name for c in rejecting] == ["negated"]
+    rejecting, _ = robustness_split(failed("transposed"), TRANSPOSED_REF, "kernelbench")
+    assert [c.name for c in rejecting] == ["transposed"]
+
+
+HONEST = triton_candidate(f"y = x.contiguous()\nout = torch.empty_like(y)\n{RELU_LAUNCH}\nreturn out")
+
+
+def test_a_repair_may_not_add_pytorch_compute_fallbacks_or_precision_loss():
+    assert regressions(HONEST, HONEST.replace("y = x.contiguous()", "y = x.contiguous().clone()"), RANDN_REF,
+                       "kernelbench") == []
+    more_torch = HONEST.replace("return out", "return torch.relu(out)")
+    assert [f.rule for f in regressions(HONEST, more_torch, RANDN_REF, "kernelbench")] == ["repair_adds_torch_compute"]
+    fallback = HONEST.replace("y = x.contiguous()", "if x.dtype == torch.float16:\n            return torch.relu(x)\n"
+                                                    "        y = x.contiguous()")
+    assert "repair_adds_shape_special_case" in {f.rule for f in regressions(HONEST, fallback, RANDN_REF, "kernelbench")}
+    half = HONEST.replace("y = x.contiguous()", "y = x.contiguous().half()")
+    assert "repair_adds_precision_downgrade" in {f.rule for f in regressions(HONEST, half, RANDN_REF, "strict")}
+    # what the candidate already had is not held against its repair
+    assert regressions(more_torch, more_torch.replace("y = x.contiguous()", "y = x"), RANDN_REF, "kernelbench") == []
+
+
+def test_the_static_verdict_names_its_policy_and_judges_a_repair_against_its_baseline():
+    case = case_from_sources(RANDN_REF, HONEST.replace("return out", "return torch.relu(out)"))
+    verdict = check(case, "cpu", dynamic=False, policy="strict", baseline_src=HONEST)
+    assert verdict.to_dict()["policy"] == "strict" and not verdict.accepted
+    assert "repair_adds_torch_compute" in {f.rule for f in verdict.findings}
+    assert check(case_from_sources(RANDN_REF, HONEST), "cpu", dynamic=False).policy == "kernelbench"
+
+
+def test_calls_into_a_built_extension_are_recorded_as_launches_with_what_they_return():
+    recorder = LaunchRecorder()
+    module = types.ModuleType("relu_ext")
+    module.relu_cuda = lambda x: torch.relu(x)
+    recorder.wrap_extension(module)
+    x = torch.randn(8)
+    module.relu_cuda(x)
+    assert recorder.launches == []  # not recording outside a forward
+    recorder.active = True
+    out = module.relu_cuda(x)
+    recorder.active = False
+    assert recorder.kernels() == ["relu_cuda"] and written_by_launch(out, recorder.launches)
+    recorder.wrap_extension(module)  # wrapping twice records once
+    recorder.active = True
+    module.relu_cuda(x)
+    assert len(recorder.launches) == 2
