@@ -203,6 +203,9 @@ def select(answers: list[Answer], only: str, limit: int | None, match: str | Non
         keep = [a for a in keep if a.recorded == "fail" and a.recorded_class in ("numerical_mismatch", "nearmiss")]
     elif only == "correct":
         keep = [a for a in keep if a.recorded == "pass"]
+    elif only == "judged":  # what both verdicts can judge: recorded correct or numerically wrong
+        keep = [a for a in keep if a.recorded == "pass"
+                or (a.recorded == "fail" and a.recorded_class in ("numerical_mismatch", "nearmiss"))]
     if limit is None or limit >= len(keep):
         return keep
     by_class: dict[str, list[Answer]] = {}
@@ -394,7 +397,7 @@ def parse(argv=None):
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--match", metavar="GLOB", help="only answers whose id matches (e.g. 'opus4*', 'nearmiss/*')")
-    ap.add_argument("--only", choices=["mismatch", "correct", "all"], default="all")
+    ap.add_argument("--only", choices=["mismatch", "correct", "judged", "all"], default="all")
     ap.add_argument("--diagnose", action="store_true", help="kdebug diagnose the answers kdebug fails")
     ap.add_argument("--repair", action="store_true", help="kdebug repair --backend kb the answers kdebug fails")
     ap.add_argument("--jobs", type=int, default=1)
