@@ -293,3 +293,18 @@ def test_a_training_branch_of_a_helper_that_no_call_enables_is_dead_code():
     assert rejected(src, bn_ref) == set(), static_findings(src, bn_ref)
     enabled = src.replace("relu_bn(x, rest[0])", "relu_bn(x, rest[0], training=True)")
     assert rejected(enabled, bn_ref) != set()
+
+
+def test_a_vendor_call_in_the_else_block_of_host_code_that_launches_the_kernel_is_a_fallback():
+    src = extension_candidate(f"mod = {LOAD}\n", "", "return mod.relu_cuda(x)").replace(
+        "    relu_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());",
+        "    if (x.numel() <= 4096) {\n"
+        "        relu_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());\n"
+        "    } else {\n"
+        "        cudnnActivationForward(handle, desc, &one, xd, x.data_ptr(), &zero, yd, y.data_ptr());\n"
+        "    }")
+    assert "cudnnActivationForward" in src
+    assert rejected(src, RELU) == set() and "torch_compute" in warned(src, RELU)
+    assert "torch_compute" in rejected(src, RELU, "strict")
+    unconditional = src.replace("    if (x.numel() <= 4096) {\n", "    {\n").replace("    } else {\n", "    }\n    {\n")
+    assert "torch_compute" in rejected(unconditional, RELU)

@@ -166,7 +166,8 @@ def scan(code: str) -> list[ExtensionFinding]:
         if op is None:
             continue  # cublasCreate, cudnnSetTensor4dDescriptor...: set-up around a computing call
         found.append(ExtensionFinding(REJECT, f"extension calls {m.group(1)}: a vendor library computes it, "
-                                              "not the candidate's kernel", _line(src, m.start()), op=op))
+                                              "not the candidate's kernel", _line(src, m.start()), op=op,
+                                      fallback=has_launch and _in_conditional_block(src, m.start())))
     for m in _VENDOR_SOFT.finditer(src):
         found.append(ExtensionFinding(WARN, f"extension uses {m.group(1)}::{m.group(2)}: a library primitive; "
                                             "check it is not the operator's main work", _line(src, m.start())))

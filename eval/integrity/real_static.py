@@ -1,6 +1,8 @@
 """The static integrity gate over real answers that their benchmark recorded as correct, under both policies.
 
     python eval/integrity/real_static.py [REAL_DIR] [--json] [--policy kernelbench|strict|both]
+    python eval/integrity/real_static.py --dynamic --device cuda --policy kernelbench --jsonl OUT.jsonl
+        # the full gate (static + the sandboxed run), one JSON line per answer as it finishes (GPU)
 
 REAL_DIR (default ../shared/real beside the repository) holds
 - kernelbench-fork/runs/<run>/: CUDA answers with eval_results.json (or, for the opus runs,
@@ -13,6 +15,7 @@ rejections by hand.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import re
 import sys
@@ -88,15 +91,41 @@ def judge(answer: dict, policy: str) -> dict:
             "warnings": sorted({f.rule for f in findings if f.severity != REJECT})}
 
 
-def run(real: Path, policies: tuple[str, ...]) -> dict:
+def judge_full(answer: dict, policy: str, device: str, timeout: float) -> dict:
+    """The full gate's verdict (static + dynamic) on one answer under one policy."""
+    from debugger.case import case_from_sources
+    from debugger.integrity.findings import REJECT
+    from debugger.integrity.gate import check
+
+    case = case_from_sources(answer["reference"].read_text(), answer["candidate"].read_text(), name=answer["name"])
+    verdict = check(case, device, timeout=timeout, policy=policy)
+    return {"verdict": verdict.verdict,
+            "rejections": [{"rule": f.rule, "line": f.line, "message": f.message}
+                           for f in verdict.findings if f.severity == REJECT],
+            "warnings": sorted({f.rule for f in verdict.findings if f.severity != REJECT})}
+
+
+def run(real: Path, policies: tuple[str, ...], *, dynamic: bool = False, device: str = "cuda",
+        timeout: float = 300.0, jsonl: Path | None = None, match: str | None = None) -> dict:
     """Verdicts for every answer under every policy, with the counts."""
     answers = kernelbench_answers(real / "kernelbench-fork") + tritonbench_answers(real / "tritonbench-t-dev" / "honest")
+    if match:
+        answers = [a for a in answers if fnmatch.fnmatch(a["name"], match)]
     rows = []
+    sink = jsonl.open("a") if jsonl else None
     for answer in answers:
         row = {"name": answer["name"], "source": answer["source"]}
         for policy in policies:
-            row[policy] = judge(answer, policy)
+            try:
+                row[policy] = judge_full(answer, policy, device, timeout) if dynamic else judge(answer, policy)
+            except Exception as e:  # noqa: BLE001 - one unusable answer must not stop the calibration
+                row[policy] = {"verdict": "error", "rejections": [{"rule": "error", "line": None,
+                                                                   "message": f"{type(e).__name__}: {e}"}],
+                               "warnings": []}
         rows.append(row)
+        if sink:
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
     summary = {}
     for policy in policies:
         per_source = {}
@@ -137,9 +166,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder holding kernelbench-fork/ and tritonbench-t-dev/")
     parser.add_argument("--policy", choices=[*POLICIES, "both"], default="both")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown")
+    parser.add_argument("--dynamic", action="store_true", help="the full gate, static and the sandboxed run")
+    parser.add_argument("--device", default="cuda", help="device of the sandboxed run (with --dynamic)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per answer for the sandboxed run")
+    parser.add_argument("--jsonl", type=Path, help="append one JSON line per answer as it is judged")
+    parser.add_argument("--match", help="only answers whose name matches this glob (e.g. 'gemini_level2*')")
     args = parser.parse_args(argv)
     policies = POLICIES if args.policy == "both" else (args.policy,)
-    result = run(args.real, policies)
+    result = run(args.real, policies, dynamic=args.dynamic, device=args.device, timeout=args.timeout,
+                 jsonl=args.jsonl, match=args.match)
     print(json.dumps(result, indent=2, default=str) if args.json else markdown(result))
     return 0
 
