@@ -62,7 +62,8 @@ def test_the_static_verdict_names_its_policy_and_judges_a_repair_against_its_bas
     verdict = check(case, "cpu", dynamic=False, policy="strict", baseline_src=HONEST)
     assert verdict.to_dict()["policy"] == "strict" and not verdict.accepted
     assert "repair_adds_torch_compute" in {f.rule for f in verdict.findings}
-    assert check(case_from_sources(RANDN_REF, HONEST), "cpu", dynamic=False).policy == "kernelbench"
+    assert check(case_from_sources(RANDN_REF, HONEST), "cpu", dynamic=False, policy="kernelbench").policy == "kernelbench"
+    assert check(case_from_sources(RANDN_REF, HONEST), "cpu", dynamic=False).policy == "strict"  # the repair loop's
 
 
 def test_calls_into_a_built_extension_are_recorded_as_launches_with_what_they_return():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from debugger.case import Case
 from debugger.integrity.dynamic import dynamic_findings
 from debugger.integrity.findings import REJECT, Finding
-from debugger.integrity.policy import DEFAULT_POLICY, check_policy
+from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
 from debugger.integrity.relative import regressions
 from debugger.integrity.static import static_findings
 
@@ -42,10 +42,12 @@ class Verdict:
 
 
 def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dynamic: bool = True,
-          timeout: float = 120.0, full: bool = True, policy: str | None = None,
+          timeout: float = 120.0, full: bool = True, policy: str = STRICT,
           baseline_src: str | None = None) -> Verdict:
     """Run the gate on a candidate; static first (cheap), then the sandboxed run. `baseline_src`: the
-    candidate a repair came from, against which the repair is judged too."""
+    candidate a repair came from, against which the repair is judged too. Callers that name no policy
+    (the repair loop, record_fix) get strict: without a baseline, kernelbench would let a repair move
+    a whole layer into PyTorch; `kdebug check` and the MCP tool default to kernelbench."""
     policy = check_policy(policy)
     findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision,
                                     policy=policy))
