@@ -9,6 +9,11 @@ matter); the diagnosis reports the tags it saw; retrieval and the kb backend's r
 ERROR_MAP = {
     "tail_block_wrong": "only elements in the last partial block (or past the last full block) are wrong",
     "never_written": "some output elements still hold the poison the allocator was filled with",
+    "none_written": "no element of an output was written: it is all the allocation's poison",
+    "mostly_unwritten": "more than half of an output's elements were never written",
+    "rows_unwritten": "whole rows of the output were never written while others were",
+    "slices_unwritten": "whole leading slices (batch elements) of the output were never written",
+    "prefix_written": "only a flat prefix of the output (the first program's block) was written",
     "whole_rows_wrong": "the wrong elements form whole rows",
     "whole_cols_wrong": "the wrong elements form whole columns",
     "periodic_errors": "wrong elements repeat with a period that matches a block size or a stride",
@@ -50,6 +55,8 @@ PROBES = {
     "out_of_bounds_load": "a load read outside its tensor's bounds",
     "programs_overlap": "several programs wrote the same output element",
     "programs_missing": "some output elements were written by no program",
+    "zero_programs": "a kernel was launched with a grid of zero programs: its body never ran",
+    "buffer_mostly_unwritten": "a kernel's stores reach less than half of a buffer it writes into",
     "intermediate_wrong": "a probed intermediate (row max, row sum, mean, variance, accumulator) departs from the reference's",
     "first_kernel_divergence": "the first of several kernels whose output departs from the reference",
 }
@@ -71,6 +78,8 @@ STATIC = {
     "other_fill": "a masked load fills the switched-off lanes with an explicit `other=` value",
     "uses_atomics": "the kernel accumulates with tl.atomic_* operations",
     "dtype_mismatch": "an output has a different dtype from the reference's",
+    "placeholder_body": "the kernel says in its own comments that it is a placeholder or not implemented",
+    "tf32_dot": "a float32 tl.dot without input_precision='ieee' runs as tf32 on an NVIDIA GPU",
 }
 
 ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC}

@@ -146,8 +146,10 @@ def _untried(patches: list, experiments: list[dict]) -> list[dict]:
 
 
 def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, experiment_budget: int = 6,
-             probes: bool = True, localise: bool = True, timeout: float = 120.0, evaluation=None) -> Diagnosis:
-    """Evaluate (or reuse `evaluation`, a captured Evaluation), then localise and classify."""
+             probes: bool = True, localise: bool = True, timeout: float = 120.0, evaluation=None,
+             experiment_seconds: float | None = None) -> Diagnosis:
+    """Evaluate (or reuse `evaluation`, a captured Evaluation), then localise and classify.
+    `experiment_seconds` bounds the counterfactual experiments' time (at least one always runs)."""
     ev = evaluation or run_evaluation(case, device, capture=True, timeout=timeout)
     report = ev.report
     diag = Diagnosis(status="diagnosed", evaluation=report.to_dict(),
@@ -195,7 +197,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     if experiments and report.status in ("mismatch", "runtime_error"):
         diag.experiments = run_experiments(case, report, patches + guesses, [h["bug_class"] for h in prelim],
                                            device=device,
-                                           budget=experiment_budget, timeout=timeout)
+                                           budget=experiment_budget, timeout=timeout, seconds=experiment_seconds)
     findings = []
     if experiments and report.status in ("mismatch", "runtime_error"):
         mode = semantics.eval_mode_experiment(case, report, device, timeout)

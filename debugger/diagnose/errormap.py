@@ -82,6 +82,68 @@ def _mostly_whole(frac: torch.Tensor) -> bool:
     return bool(touched.numel()) and float((touched > 0.9).float().mean()) >= 0.95
 
 
+def _prefix_len(flags: torch.Tensor) -> int | None:
+    """p when exactly the flat elements [0, p) are set (p > 0), else None."""
+    idx = torch.nonzero(flags).flatten()
+    if idx.numel() == 0 or int(idx[-1]) != idx.numel() - 1:
+        return None
+    return int(idx.numel())
+
+
+def coverage(unwritten: torch.Tensor) -> dict:
+    """How the written elements of a poisoned output lie: how many, which rows (leading dims
+    flattened, last dim the row), which leading slices (batch), whether they are one flat prefix
+    (the first program's block) and the tags that say so."""
+    n = unwritten.numel()
+    written = ~unwritten
+    n_written = int(written.sum())
+    cov: dict = {"elements": n, "written": n_written, "never_written": n - n_written, "tags": []}
+    tags = cov["tags"]
+    if n_written == 0:
+        tags.append("none_written")
+    elif n - n_written > 0.5 * n:
+        tags.append("mostly_unwritten")
+    w2 = _as_2d(written)
+    rows = w2.shape[0]
+    row_any = w2.any(1)
+    cov["rows"] = rows
+    cov["rows_written"] = int(row_any.sum())
+    cov["rows_fully_written"] = int(w2.all(1).sum())
+    cov["written_row_ids"] = torch.nonzero(row_any).flatten()[:8].tolist()
+    if rows > 1 and 0 < cov["rows_written"] < rows:
+        tags.append("rows_unwritten")
+    if written.dim() >= 3 and written.shape[0] > 1:
+        lead = written.reshape(written.shape[0], -1).any(1)
+        cov["leading_slices"] = int(written.shape[0])
+        cov["leading_slices_written"] = int(lead.sum())
+        if 0 < int(lead.sum()) < written.shape[0]:
+            tags.append("slices_unwritten")
+    prefix = _prefix_len(written.reshape(-1))
+    if prefix is not None and prefix < n:
+        cov["written_prefix"] = prefix
+        tags.append("prefix_written")
+    if n_written and n_written <= 8:
+        cov["written_flat_ids"] = torch.nonzero(written.reshape(-1)).flatten().tolist()
+    return cov
+
+
+def describe_coverage(cov: dict, shape) -> str:
+    """One line for a person: what of the output was written."""
+    n, w = cov["elements"], cov["written"]
+    if w == 0:
+        return f"no element of the {list(shape)} output was written (all {n} still hold the allocation's poison)"
+    text = f"{w} of {n} elements of the {list(shape)} output written, {n - w} never written"
+    if cov.get("written_flat_ids"):
+        text += f" (written: flat {cov['written_flat_ids']})"
+    elif cov.get("written_prefix"):
+        text += f" (written: exactly the first {cov['written_prefix']} flat elements)"
+    if cov.get("rows", 1) > 1 and cov["rows_written"] < cov["rows"]:
+        text += f"; rows written: {cov['rows_written']} of {cov['rows']} (rows {cov['written_row_ids']})"
+    if cov.get("leading_slices") and cov["leading_slices_written"] < cov["leading_slices"]:
+        text += f"; leading slices written: {cov['leading_slices_written']} of {cov['leading_slices']}"
+    return text
+
+
 def analyse_output(ref: torch.Tensor, run1: torch.Tensor, run2: torch.Tensor | None, *, atol: float | None = None,
                    rtol: float | None = None, block_sizes=(), device: str = "cpu") -> dict:
     """Facts and symptom tags for one failing output."""
@@ -107,6 +169,9 @@ def analyse_output(ref: torch.Tensor, run1: torch.Tensor, run2: torch.Tensor | N
         return facts
     if facts["never_written"]:
         tags.append("never_written")
+        cov = coverage(unwritten)
+        facts["coverage"] = cov
+        tags.extend(cov.pop("tags"))
     flat = wrong.reshape(-1)
     idx = torch.nonzero(flat).flatten()
     facts["first_wrong_flat"] = int(idx[0])

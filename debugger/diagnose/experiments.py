@@ -4,6 +4,8 @@ names the root cause (and the line) with near certainty. The candidate's file is
 """
 from __future__ import annotations
 
+import time
+
 from debugger.backends.base import source_hash
 from debugger.case import Case
 from debugger.evaluate import evaluate
@@ -16,8 +18,9 @@ def failing_specs(report) -> list[dict]:
 
 
 def run_experiments(case: Case, report, patches: list, order: list[str], *, device: str, budget: int = 6,
-                    timeout: float = 60.0) -> list[dict]:
-    """Try up to `budget` patches, classes in `order` first; stop at the first that fixes everything."""
+                    timeout: float = 60.0, seconds: float | None = None) -> list[dict]:
+    """Try up to `budget` patches, classes in `order` first; stop at the first that fixes everything,
+    or once `seconds` have gone (a slow candidate must not spend minutes on guesses)."""
     specs = failing_specs(report)
     if not specs or budget <= 0:
         return []
@@ -29,8 +32,9 @@ def run_experiments(case: Case, report, patches: list, order: list[str], *, devi
     queue = [patches[i] for *_, i in keys]
     results = []
     seen = set()
+    t0 = time.monotonic()
     for patch in queue:
-        if len(results) >= budget:
+        if len(results) >= budget or (seconds is not None and results and time.monotonic() - t0 > seconds):
             break
         if patch.new_src in seen:
             continue
@@ -41,6 +45,7 @@ def run_experiments(case: Case, report, patches: list, order: list[str], *, devi
             else "no_change" if failed == baseline and rep.status == report.status else "worse"
         results.append({"recipe": patch.recipe, "bug_class": patch.bug_class, "description": patch.description,
                         "lines": patch.sites, "result": result, "status": rep.status,
+                        "message": (rep.message or "")[:400],
                         # what was patched and into what: the repair loop need not screen this patch again
                         "base_hash": source_hash(case.candidate_src), "patch_hash": source_hash(patch.new_src)})
         if result == "fixed":

@@ -19,7 +19,7 @@ PRELUDE = '''
 # ---- kdebug diagnostic probes (instrumented copy; never written to the candidate's file) ----
 import numpy as _kdebug_np
 
-__kdebug_probes__ = {"stores": [], "loads": [], "values": []}
+__kdebug_probes__ = {"stores": [], "loads": [], "values": [], "grids": []}
 
 
 def _kdebug_pid():
@@ -52,6 +52,33 @@ def __kdebug_probe_access__(kind, site, ptr, mask=None):
                     int((~active).sum())))
     except Exception:
         pass
+
+
+def _kdebug_watch_grids():
+    """Record every launch's grid (zero-program launches included, whose body never runs): a
+    pre-run hook names the kernel, the interpreter's set_grid_dim then gives its grid."""
+    try:
+        from triton.runtime.interpreter import interpreter_builder as _b
+    except Exception:
+        return
+    current = [None]
+    for _name, _obj in list(globals().items()):
+        fn = _obj
+        for _ in range(4):
+            if hasattr(fn, "add_pre_run_hook"):
+                fn.add_pre_run_hook(lambda *a, __n=_name, **k: current.__setitem__(0, __n))
+                break
+            fn = getattr(fn, "fn", None)
+            if fn is None:
+                break
+    original = _b.set_grid_dim
+
+    def set_grid_dim(nx, ny, nz):
+        if len(__kdebug_probes__["grids"]) < 1000:
+            __kdebug_probes__["grids"].append((current[0], (int(nx), int(ny), int(nz))))
+        return original(nx, ny, nz)
+
+    _b.set_grid_dim = set_grid_dim
 
 
 def __kdebug_probe_value__(site, name, value):
@@ -115,7 +142,7 @@ def instrument(src: str) -> str | None:
     out = data
     for pos, txt in sorted(inserts, key=lambda t: -t[0]):
         out = out[:pos] + txt.encode() + out[pos:]
-    return out.decode() + PRELUDE
+    return out.decode() + PRELUDE + "\n_kdebug_watch_grids()\n"
 
 
 def run_probes(case, report, timeout: float = 120.0) -> dict:

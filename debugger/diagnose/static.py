@@ -46,12 +46,27 @@ REFERENCE_OPS = {
 }
 
 
+def code_only(src: str) -> str:
+    """The source without comments and string literals (docstrings, provenance headers): an `@` in
+    "TritonBench @ 603e28a" or "matmul" in a docstring says nothing about what the code computes."""
+    import io
+    import tokenize
+
+    try:
+        toks = [t for t in tokenize.generate_tokens(io.StringIO(src).readline)
+                if t.type not in (tokenize.COMMENT, tokenize.STRING)]
+        return tokenize.untokenize(toks)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return src
+
+
 def reference_families(reference_src: str) -> set[str]:
     """Operator families the reference computes (softmax, norm, matmul, scan, activation, ...)."""
     fams = set()
+    code = code_only(reference_src)
     for name, fam in REFERENCE_OPS.items():
         pattern = re.escape(name) if not name.isidentifier() else rf"\b{name}\b"
-        if re.search(pattern, reference_src):
+        if re.search(pattern, code):
             fams.add(fam)
     return fams
 

@@ -3,7 +3,8 @@
 Addresses become (tensor, element) pairs using the storage ranges of the tensors the launches
 received and of the outputs; element ownership per program shows unwritten and doubly written
 elements; accesses outside every tensor are out of bounds; reduction values per program are matched
-against the row statistics of the first floating input.
+against the row statistics of the first floating input; launch grids (zero-program launches included) and,
+per tensor a launch received, how much of it the stores reached.
 """
 from __future__ import annotations
 
@@ -41,6 +42,40 @@ def _row_stats(xs: list) -> dict[str, np.ndarray]:
         stats["row variance (biased)"] = x2.var(1, unbiased=False)
         stats["row variance (unbiased)"] = x2.var(1, unbiased=True)
     return {k: v.numpy() for k, v in stats.items()}
+
+
+def _grids_and_buffers(probes: dict, launches: list[dict], summary: dict, symptoms: list[str]) -> None:
+    """Launch grids (programs launched per kernel) and, per tensor a launch received, how many of
+    its elements the stores reached: coverage of intermediates, not only of the final outputs."""
+    summary["grids"] = []
+    for name, grid in probes.get("grids", []):
+        n = int(np.prod(grid))
+        summary["grids"].append({"kernel": name, "grid": list(grid), "programs": n})
+        if n == 0:
+            symptoms.append("zero_programs")
+    spans: dict[tuple[int, int], tuple[str, int]] = {}
+    for l in launches:
+        for j, (a, b) in enumerate(l["tensors"]):
+            spans.setdefault((a, b), (l["kernel"], j))
+    stored: dict[tuple[int, int], np.ndarray] = {}
+    sizes: dict[tuple[int, int], int] = {}
+    for _site, _pid, addrs, size, _off in probes.get("stores", []):
+        if addrs.size == 0:
+            continue
+        for (a, b) in spans:
+            inside = addrs[(addrs >= a) & (addrs < b)]
+            if inside.size:
+                idx = np.unique((inside - a) // size)
+                prev = stored.get((a, b))
+                stored[(a, b)] = idx if prev is None else np.union1d(prev, idx)
+                sizes[(a, b)] = size
+    summary["buffers"] = []
+    for (a, b), idx in stored.items():
+        kernel, arg = spans[(a, b)]
+        n = (b - a) // sizes[(a, b)]
+        summary["buffers"].append({"kernel": kernel, "arg": arg, "elements": int(n), "stored": int(idx.size)})
+        if idx.size < 0.5 * n:
+            symptoms.append("buffer_mostly_unwritten")
 
 
 def summarise(probes: dict, outputs: list, launches: list[dict], inputs: list) -> dict:
@@ -87,6 +122,7 @@ def summarise(probes: dict, outputs: list, launches: list[dict], inputs: list) -
             entry["first_multiple"] = int(np.argmax(writers > 1))
             symptoms.append("programs_overlap")
         summary["outputs"].append(entry)
+    _grids_and_buffers(probes, launches, summary, symptoms)
     stats = _row_stats(inputs)
     by_site: dict[tuple, dict] = {}
     for site, name, pid, arr in probes.get("values", []):
@@ -113,6 +149,13 @@ def summarise(probes: dict, outputs: list, launches: list[dict], inputs: list) -
     for o in summary["outputs"]:
         parts.append(f"output {o['output']}: {o['programs']} programs wrote it; {o['unwritten']} elements by none, "
                      f"{o['written_by_several_programs']} by several")
+    for g in summary.get("grids", []):
+        if g["programs"] == 0:
+            parts.append(f"{g['kernel']} was launched with grid {tuple(g['grid'])}: zero programs, its body never ran")
+    for b in summary.get("buffers", []):
+        if b["stored"] < b["elements"]:
+            parts.append(f"{b['kernel']}'s stores reach {b['stored']} of the {b['elements']} elements of its "
+                         f"argument {b['arg']}")
     for key, what in (("out_of_bounds_stores", "stores"), ("out_of_bounds_loads", "loads")):
         for e in summary[key]:
             parts.append(f"{e['lanes']} {what} at line {e['line']} fell outside every tensor")
