@@ -32,6 +32,7 @@ import fnmatch
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -79,19 +80,24 @@ class Kdebug:
     def run(self, args: list[str], timeout: float, cwd: Path) -> dict:
         """{'exit', 'json' (or None), 'seconds', 'stderr_tail', 'timed_out'} of `kdebug ARGS --json`."""
         t0 = time.time()
+        proc = subprocess.Popen([self.python, "-m", "debugger.cli", *args, "--json"], env=self.env, cwd=cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            out = subprocess.run([self.python, "-m", "debugger.cli", *args, "--json"], env=self.env, cwd=cwd,
-                                 capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            tail = (e.stderr or b"")[-600:]
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: the command and its sandbox workers
+            except ProcessLookupError:
+                pass
+            _, stderr = proc.communicate()
             return {"exit": None, "json": None, "seconds": round(time.time() - t0, 1), "timed_out": True,
-                    "stderr_tail": tail.decode(errors="replace") if isinstance(tail, bytes) else str(tail)}
+                    "stderr_tail": (stderr or "")[-600:]}
         try:
-            data = json.loads(out.stdout)
+            data = json.loads(stdout)
         except json.JSONDecodeError:
             data = None
-        return {"exit": out.returncode, "json": data if isinstance(data, dict) else None,
-                "seconds": round(time.time() - t0, 1), "timed_out": False, "stderr_tail": out.stderr[-600:]}
+        return {"exit": proc.returncode, "json": data if isinstance(data, dict) else None,
+                "seconds": round(time.time() - t0, 1), "timed_out": False, "stderr_tail": stderr[-600:]}
 
 
 def _optional(kd: Kdebug, command: str, flags: dict[str, str | None], used: dict) -> list[str]:

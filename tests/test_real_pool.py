@@ -208,3 +208,16 @@ def test_shards_cover_the_selection_once_and_merge(tmp_path):
     s = json.loads((out / "rows.json").read_text())["summary"]
     assert s["answers"] == 2 and s["agreement"]["kernel"]["agree"] == 2 and s["wall_seconds"] == 15
     assert s["command"].startswith("python eval/real_pool.py P --shard 1/2; python eval/real_pool.py P --shard 2/2")
+
+
+def test_a_timed_out_command_is_killed_with_its_children(tmp_path):
+    fake = tmp_path / "python"
+    marker = tmp_path / "child-ran-on"
+    fake.write_text(f"#!/bin/sh\n(sleep 3; touch {marker}) &\nsleep 3\n")
+    fake.chmod(0o755)
+    kd = real_pool.Kdebug(tmp_path / "data", python=str(fake))
+    res = kd.run(["eval", "x"], 0.5, tmp_path)
+    assert res["timed_out"] and res["json"] is None and res["exit"] is None
+    import time
+    time.sleep(3.5)
+    assert not marker.exists()  # the background child went with the command
