@@ -13,6 +13,7 @@ from debugger.recipes.base import Patch, Recipe, RecipeLike
 from debugger.recipes.control import DropEarlyReturn
 from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
 from debugger.recipes.grid import BlockCoversRow, GridCdiv, SwapProgramIdAxis
+from debugger.recipes.layout import DotIeeePrecision, DotOperandTranspose
 from debugger.recipes.masks import AddMask, FixMaskBound, KTailMask
 from debugger.recipes.pointers import AdvancePointers, ContiguousInputs, SwapStrides
 from debugger.recipes.precision import Int64Offsets, OutputDtype, WidenAccumulator
@@ -30,9 +31,9 @@ _ALL: list[Recipe] = [
     # reductions and normalisation
     SubtractRowmax(), MeanOverN(), VarianceBiased(), EpsInsideSqrt(), SwapReductionAxis(), ScanInclusive(),
     # pointers and layout
-    AdvancePointers(), ContiguousInputs(), SwapStrides(), BroadcastAxis(),
+    AdvancePointers(), ContiguousInputs(), SwapStrides(), BroadcastAxis(), DotOperandTranspose(),
     # precision and dtypes
-    WidenAccumulator(), OutputDtype(), Int64Offsets(),
+    WidenAccumulator(), OutputDtype(), Int64Offsets(), DotIeeePrecision(),
     # elementwise math
     ActivationConstant(), GeluVariant(), StableActivation(),
 ]

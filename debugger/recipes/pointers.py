@@ -305,6 +305,29 @@ def dim_names(s: Source, host: Node, tensor: str) -> dict[int, str]:
     return out
 
 
+def _mask_bound_of(k: Kernel, pname: str) -> str | None:
+    """The size parameter that masks the index a stride parameter multiplies (`offs_k[:, None] *
+    stride_wk` with `offs_k[:, None] < K` -> 'K')."""
+    from debugger.recipes.indexing import comparisons
+
+    bases = set()
+    for n in walk(k.body):
+        if n.type != "binary_operator" or text(n.child_by_field_name("operator")) != "*":
+            continue
+        factors = terms(n, "*")
+        if len(factors) != 2 or not any(unparen(f).type == "identifier" and text(unparen(f)) == pname
+                                        for f in factors):
+            continue
+        for f in factors:
+            if text(unparen(f)) != pname:
+                bases.add(text(suffix_of(f)[1]))
+    for c in comparisons(k):
+        if c.op in ("<", "<=") and text(suffix_of(c.index)[1]) in bases and unparen(c.bound).type == "identifier" \
+                and k.param(text(c.bound)):
+            return text(c.bound)
+    return None
+
+
 def _axis_letters(pname: str) -> str | None:
     """'k' for stride_wk / stride_w_k / stride_xk (the axis a stride parameter names)."""
     last = pname.lower().split("_")[-1]
@@ -332,7 +355,8 @@ class SwapStrides(Recipe):
                     names = dim_names(s, launch.host, t) if launch.host is not None else {}
                     for (p1, d1, a1), (p2, d2, a2) in combinations(args, 2):
                         if not forced and not self._mismatch(k, top, (p1, d1), (p2, d2)) and \
-                                not self._named_mismatch(names, (p1, d1), (p2, d2)):
+                                not self._named_mismatch(names, (p1, d1), (p2, d2)) and \
+                                not self._bound_mismatch(k, launch, names, (p1, d1), (p2, d2)):
                             continue
                         edits = [Edit.replace(a1, text(a2)), Edit.replace(a2, text(a1))]
                         all_edits += edits
@@ -362,6 +386,23 @@ class SwapStrides(Recipe):
         for (da, la, lb) in ((d1, l1, l2), (d2, l2, l1)):
             n = names.get(da)
             if n and la and lb and n != la and n == lb:
+                return True
+        return False
+
+    @staticmethod
+    def _bound_mismatch(k: Kernel, launch, names: dict[int, str], a, b) -> bool:
+        """The index a stride multiplies is masked against a size the host took from another dim of
+        the tensor: `N, _ = w.shape` names w's dim 0 "n", so w.stride(0) cannot step an index masked
+        by `offs_k < K` (a weight [N, K] read as [K, N] without its transpose)."""
+        bind = launch.bind(k)
+        for (p, d), (_, d_other) in ((a, b), (b, a)):
+            bound = _mask_bound_of(k, p)
+            arg = bind.get(bound) if bound else None
+            if arg is None or unparen(arg).type != "identifier":
+                continue
+            want = text(arg).lower()
+            mine, other = names.get(d), names.get(d_other)
+            if mine and mine != "_" and mine != want and other in (None, "_", want):
                 return True
         return False
 

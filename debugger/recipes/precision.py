@@ -185,6 +185,8 @@ class OutputDtype(Recipe):
                     edits.append(_strip_cast(s, c))
             edits += self._lossy_upcasts(s, k)
         edits = [e for e in edits if e is not None]
+        if hints.get("expected_dtype"):
+            yield from self._expected(s, str(hints["expected_dtype"]))
         yield self.patch(s, edits, "allocate, return and store the output in the input's dtype")
         if len(edits) > 1:
             for e in edits:
@@ -215,6 +217,28 @@ class OutputDtype(Recipe):
                 edits.append(Edit.insert(c.child_by_field_name("arguments").end_byte - 1,
                                          f", dtype={x}.dtype"))
         return edits
+
+    def _expected(self, s: Source, dtype: str):
+        """The evaluation names the dtype the reference returns (`output 0 has dtype int64, expected
+        float32`): allocate the returned outputs in it. An integer input divided in the kernel gives
+        a float the input's dtype cannot hold."""
+        if not re.fullmatch(r"float(16|32|64)|bfloat16|int(8|16|32|64)|bool", dtype):
+            return
+        edits = []
+        for host in launch_hosts(s):
+            returned = {name for r in walk(host) if r.type == "return_statement" and r.named_child_count
+                        for name in identifiers(r.named_children[0])}
+            for c in s.calls(host, *ALLOC):
+                if assigned_var(c) not in returned:
+                    continue
+                d = call_arg(c, 99, "dtype")
+                if d is not None:
+                    if s.canonical(dotted(d)) != f"torch.{dtype}":
+                        edits.append(Edit.replace(d, f"torch.{dtype}"))
+                else:
+                    edits.append(Edit.insert(c.child_by_field_name("arguments").end_byte - 1,
+                                             f", dtype=torch.{dtype}"))
+        yield self.patch(s, edits, f"allocate the output as torch.{dtype}, the dtype the reference returns")
 
     @staticmethod
     def _outputs(s: Source, host: Node) -> set[str]:

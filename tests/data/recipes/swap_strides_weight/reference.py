@@ -1,0 +1,19 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, w, b):
+        return F.linear(x, w, b)
+
+
+def get_inputs():
+    return [torch.randn(20, 24), torch.randn(12, 24), torch.randn(12)]
+
+
+def get_init_inputs():
+    return []
