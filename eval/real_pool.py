@@ -200,6 +200,53 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     return row
 
 
+# -- sharing one GPU -----------------------------------------------------------------------------
+def input_bytes(reference: Path) -> int | None:
+    """Bytes of the task's published inputs, drawn on the meta device (nothing allocated). The
+    reference is the task's own file, not the answer; it runs here only to size the inputs."""
+    import importlib.util
+
+    import torch
+
+    try:
+        spec = importlib.util.spec_from_file_location(f"real_pool_ref_{abs(hash(str(reference)))}", reference)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with torch.device("meta"):
+            xs = module.get_inputs()
+        return sum(x.numel() * x.element_size() for x in xs if isinstance(x, torch.Tensor))
+    except Exception:  # noqa: BLE001 - unsized: scheduled as if it were large
+        return None
+
+
+class DeviceMemory:
+    """Evaluations that share one GPU are admitted by their memory estimate, not by count: an answer
+    waits until its estimate fits beside those running (one larger than the budget runs alone)."""
+
+    def __init__(self, budget: int):
+        self.budget, self.used, self.running = budget, 0, 0
+        self.cond = threading.Condition()
+
+    def hold(self, need: int):
+        need = min(need, self.budget)
+        outer = self
+
+        class _Held:
+            def __enter__(self):
+                with outer.cond:
+                    outer.cond.wait_for(lambda: outer.running == 0 or outer.used + need <= outer.budget)
+                    outer.used += need
+                    outer.running += 1
+
+            def __exit__(self, *exc):
+                with outer.cond:
+                    outer.used -= need
+                    outer.running -= 1
+                    outer.cond.notify_all()
+
+        return _Held()
+
+
 # -- selecting answers ---------------------------------------------------------------------------
 def select(answers: list[Answer], only: str, limit: int | None, match: str | None = None) -> list[Answer]:
     """Answers with a case folder to write, whose id matches the glob `match`, by recorded verdict
@@ -407,6 +454,8 @@ def parse(argv=None):
     ap.add_argument("--diagnose", action="store_true", help="kdebug diagnose the answers kdebug fails")
     ap.add_argument("--repair", action="store_true", help="kdebug repair --backend kb the answers kdebug fails")
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--gpu-memory-gb", type=float, default=100.0,
+                    help="--device cuda: admit answers by their memory estimate up to this much (default 100)")
     ap.add_argument("--out", type=Path, help="scratch folder (default: a new temporary folder)")
     ap.add_argument("--resume", action="store_true", help="keep OUT/rows.jsonl's rows, run only the others")
     ap.add_argument("--semantics", choices=["kernel", "kernelbench"])
@@ -479,6 +528,7 @@ def main(argv=None) -> int:
     print(f"real_pool: {len(answers)} answers read ({len(unread)} unreadable records), {len(chosen)} selected, "
           f"{len(done)} already done; out {out}", file=sys.stderr)
     lock = threading.Lock()
+    memory = DeviceMemory(int(opts.gpu_memory_gb * 2**30)) if opts.device == "cuda" else None
 
     def one(answer: Answer) -> dict | None:
         if answer.id in done:
@@ -486,7 +536,18 @@ def main(argv=None) -> int:
         if opts.deadline is not None and time.time() - t0 > opts.deadline:
             return None
         case = answer.write(out / "cases")
-        row = run_answer(answer, case, kd, opts, out)
+        if memory is None:
+            row = run_answer(answer, case, kd, opts, out)
+        else:
+            from debugger.sizes import check_memory_estimate
+
+            size = input_bytes(case / "reference.py")
+            need = check_memory_estimate(size) if size is not None else memory.budget
+            with memory.hold(need):
+                if opts.deadline is not None and time.time() - t0 > opts.deadline:
+                    return None
+                row = run_answer(answer, case, kd, opts, out)
+            row["memory_estimate_bytes"] = need
         with lock, rows_path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         ev = row.get("eval") or {}
