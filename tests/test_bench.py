@@ -101,6 +101,29 @@ def test_summary_counts_rejections_and_diagnosis_per_class():
     assert s["per_class"]["x"]["pass_at_1"] == 0.5 and s["per_class"]["z"]["tokens_per_success"] is None
 
 
+def test_workspace_isolates_the_data_dir_and_forgets_learned_patterns_between_cases():
+    from debugger import settings
+    from debugger.bench.workspace import Workspace
+
+    outer, kb_env = os.environ.get("KDEBUG_DATA_DIR"), os.environ.get("KDEBUG_KB_DIR")
+    with Workspace() as ws:
+        assert settings.data_dir() == ws.data_dir and settings.user_kb_dir() == ws.learned_dir
+        assert os.environ.get("KDEBUG_KB_DIR") == kb_env  # the curated kb is only read: no copy
+        assert not ws.reset_knowledge()
+        learned = ws.learned_dir / "patterns" / "learned" / "learned-x.md"  # where the write-back puts one
+        learned.parent.mkdir(parents=True)
+        learned.write_text("---\nid: learned-x\n---\n")
+        assert ws.learned_patterns() == [learned]
+        assert ws.reset_knowledge() and ws.learned_patterns() == [] and not learned.exists()
+        root = ws.root
+    assert os.environ.get("KDEBUG_DATA_DIR") == outer and not root.exists()
+    with Workspace(across_run=True) as ws:
+        learned = ws.learned_dir / "patterns" / "learned" / "learned-x.md"
+        learned.parent.mkdir(parents=True)
+        learned.write_text("---\nid: learned-x\n---\n")
+        assert not ws.reset_knowledge() and ws.learned_patterns() == [learned]
+
+
 def test_extract_code_takes_the_block_defining_model_new():
     text = "Here:\n```python\nimport torch\n```\nand\n```python\nclass ModelNew:\n    pass\n```\n"
     assert extract_code(text) == "class ModelNew:\n    pass\n"

@@ -30,7 +30,8 @@ def _import_ray():
     try:
         import ray
     except ImportError:
-        raise InvalidInput("--ray needs the ray package on this machine and the cluster (pip install ray)") from None
+        raise InvalidInput("--ray needs the ray package on this machine and the cluster "
+                           "(pip install 'kdebug[ray]')") from None
     return ray
 
 

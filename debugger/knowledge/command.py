@@ -71,7 +71,8 @@ def stats(args) -> int:
     if args.json:
         print_json(s)
     else:
-        print(f"patterns: {s['patterns']}  reference kernels: {s['reference_kernels']}")
+        print(f"patterns: {s['patterns']}  reference kernels: {s['reference_kernels']}  learned: {s['learned']}")
+        print(f"curated (read-only): {s['curated_dir']}\nlearned and added: {s['user_dir']}")
         for cls, n in sorted(s.get("by_class", {}).items()):
             print(f"  {cls:<28} {n}")
     return 0
