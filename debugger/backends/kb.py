@@ -3,9 +3,13 @@
 Proposals are every patch the recipes (and the knowledge base's learned templates) can make to the
 current best candidate, ranked by: the diagnosis (confidence of the patch's bug class, the recipe
 that fixed the failing checks in an experiment), retrieval (patterns naming the recipe), and a small
-additive model learned from the ledger's past outcomes.
+additive model learned from the ledger's past outcomes. Only proposals the run's evidence backs are
+returned (a class the diagnosis marks supported, or an experiment that helped): when none is left,
+the repair stops instead of spending iterations on guesses.
 """
 from __future__ import annotations
+
+import re
 
 from debugger.backends.base import Proposal
 from debugger.backends.mutations import mutations
@@ -30,6 +34,7 @@ class KBBackend:
     def __init__(self, ranker: RecipeRanker | None = None, knowledge=None):
         self.ranker = ranker or RecipeRanker()
         self.knowledge = knowledge
+        self.dropped = 0  # proposals of the last call that no evidence of the run backed
 
     def _templates(self, src: str) -> list:
         if self.knowledge is None:
@@ -62,11 +67,12 @@ class KBBackend:
         target = None if target.get("earlier_unchecked") else target.get("lines")
         matched = [loc.get("kernel_lines", {}).get(k) for k in loc.get("matched_kernels", [])]
         proposals = []
-        base = list(propose_all(candidate_src))
+        hints = run_hints(diagnosis, context)
+        base = list(propose_all(candidate_src, hints=hints))
         # The diagnosis's top classes unlock the recipes' more speculative alternatives for those classes.
         seen = {p.new_src for p in base}
         for cls in list(dict.fromkeys(h["bug_class"] for h in hyps))[:2]:
-            for p in propose_all(candidate_src, hints={"bug_class": cls}, bug_classes=[cls]):
+            for p in propose_all(candidate_src, hints={**hints, "bug_class": cls}, bug_classes=[cls]):
                 if p.new_src not in seen:
                     seen.add(p.new_src)
                     base.append(p)
@@ -97,7 +103,39 @@ class KBBackend:
                                       recipe=patch.recipe, bug_class=patch.bug_class, sites=list(patch.sites),
                                       score=score))
         proposals.sort(key=lambda p: -p.score)
-        return _spread_siblings(proposals)
+        kept = [p for p in proposals if _applies(p, hyps, exp)]
+        self.dropped = len(proposals) - len(kept)
+        return _spread_siblings(kept)
+
+
+DTYPE_PROBLEM = re.compile(r"has dtype (\w+), expected (\w+)")
+
+
+def run_hints(diagnosis: dict, context: dict) -> dict:
+    """What the run tells the recipes beyond the source: the dtype the reference returns (from a
+    dtype mismatch), the task's tolerance and its inputs' dtype (for tf32 in tl.dot on a GPU)."""
+    hints: dict = {}
+    for check in (diagnosis.get("evaluation") or {}).get("checks", []):
+        for o in check.get("outputs") or []:
+            m = DTYPE_PROBLEM.search(o.get("problem") or "")
+            if m:
+                hints.setdefault("expected_dtype", m.group(2))
+            elif o.get("dtype") and "dtype" not in hints:
+                hints["dtype"] = o["dtype"]
+    if context.get("atol") is not None:
+        hints["tolerance"] = float(context["atol"])
+    return hints
+
+
+def _applies(p: Proposal, hyps: list[dict], exp: set) -> bool:
+    """The evidence of the run backs this proposal: an experiment with its recipe fixed or reduced
+    the failures, or its bug class is one the run supports (diagnose/ranking.py). Diagnoses from
+    before support was recorded back every class."""
+    if (p.recipe, "fixed") in exp or (p.recipe, "better") in exp:
+        return True
+    if not any("supported" in h for h in hyps):
+        return True
+    return any(h["bug_class"] == p.bug_class and h.get("supported") for h in hyps)
 
 
 def _spread_siblings(proposals: list[Proposal]) -> list[Proposal]:

@@ -1,0 +1,258 @@
+"""The faults real Triton answers have (issue 21), on small kernels of our own: coverage evidence from
+the poisoned allocations and the probes' grids, the `needs_rewrite` verdict and its stop, a ranking
+that follows the run's evidence, the kb's stop when no recipe applies, and the recipes that need the
+run's hints (the dtype the reference returns) or exist for the GPU (tf32 in tl.dot)."""
+from pathlib import Path
+
+import torch
+
+from debugger.backends.kb import KBBackend, run_hints
+from debugger.case import case_from_sources
+from debugger.diagnose import diagnose
+from debugger.diagnose.errormap import analyse_output, describe_coverage
+from debugger.diagnose.ranking import rank
+from debugger.diagnose.rewrite import placeholder_lines
+from debugger.diagnose.static import reference_families
+from debugger.evaluate import SENTINEL_POISON, evaluate
+from debugger.ledger import Ledger
+from debugger.recipes import get
+from debugger.repair import repair
+from debugger.settings import resolve
+
+DATA = Path(__file__).parent / "data" / "recipes"
+
+ROWS_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(12, 40)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# The answer's body is a placeholder, and it says so (the shape of a real answer in the pool).
+PLACEHOLDER = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    # Placeholder: replace with the actual softmax; this only exponentiates.
+    y = tl.exp(x)
+    tl.store(y_ptr + row * n_cols + cols, y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=64)
+        return y
+'''
+
+# A grid that floors to zero programs (n_rows // 16 with 12 rows) over a body that cannot run: a
+# block of a runtime size. Fixing the grid makes the body run, and it raises.
+NEVER_RUNS = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK_ROWS: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, n_cols)
+    x = tl.load(x_ptr + pid * n_cols + cols)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + pid * n_cols + cols, e / tl.sum(e, axis=0))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n_rows, n_cols = x.shape
+        softmax_kernel[(n_rows // 16,)](x, y, n_rows, n_cols, BLOCK_ROWS=16)
+        return y
+'''
+
+
+def _case(src, ref=ROWS_REF, **tol):
+    return case_from_sources(ref, src, name="mine", **tol)
+
+
+# ---- coverage of a poisoned output ---------------------------------------------------------------
+
+
+def test_coverage_says_which_rows_and_prefix_were_written():
+    r = torch.randn(6, 50, dtype=torch.float64)
+    run1, run2 = r.clone().float(), r.clone().float()
+    run1[1:] = float("nan")  # only the first row written: a kernel with no program id
+    run2[1:] = SENTINEL_POISON
+    facts = analyse_output(r, run1, run2)
+    cov = facts["coverage"]
+    assert cov["written"] == 50 and cov["rows_written"] == 1 and cov["written_row_ids"] == [0]
+    assert cov["written_prefix"] == 50
+    assert {"mostly_unwritten", "rows_unwritten", "prefix_written"} <= set(facts["symptoms"])
+    assert "rows written: 1 of 6" in describe_coverage(cov, r.shape)
+    batch = torch.randn(3, 4, 5, dtype=torch.float64)
+    b1, b2 = batch.clone().float(), batch.clone().float()
+    b1[1:] = float("nan")
+    b2[1:] = SENTINEL_POISON
+    assert "slices_unwritten" in analyse_output(batch, b1, b2)["symptoms"]
+
+
+def test_every_element_written_has_no_coverage_tags():
+    r = torch.randn(6, 50, dtype=torch.float64)
+    c = r.clone().float() + 1.0
+    facts = analyse_output(r, c, c.clone())
+    assert "coverage" not in facts and not {"mostly_unwritten", "none_written"} & set(facts["symptoms"])
+
+
+# ---- needs_rewrite: within one iteration, with the evidence ---------------------------------------
+
+
+def test_a_placeholder_body_needs_a_rewrite_and_the_repair_stops_at_once(tmp_path):
+    assert placeholder_lines(PLACEHOLDER) and not placeholder_lines(PLACEHOLDER.replace("Placeholder: ", "")
+                                                                     .replace(" with the actual softmax", ""))
+    case = _case(PLACEHOLDER)
+    settings = resolve(device="cpu", backend="kb", max_iters=6, timeout=120)
+    result = repair(case, settings=settings, ledger=Ledger(tmp_path / "l.db"), write_files=False,
+                    write_back=False, retrieval=False)
+    assert result.status == "unrepaired" and result.guard == "needs_rewrite"
+    assert result.iterations == 0
+    assert "Placeholder" in result.diagnosis_summary
+
+
+def test_a_body_that_never_ran_and_cannot_run_needs_a_rewrite():
+    d = diagnose(_case(NEVER_RUNS), "cpu", localise=False)
+    grids = d.probes.get("grids") or []
+    assert grids and grids[0]["programs"] == 0 and "zero_programs" in d.symptoms
+    assert d.needs_rewrite and d.needs_rewrite["reason"] == "body_cannot_run", d.needs_rewrite
+    assert any("zero programs" in e for e in d.needs_rewrite["evidence"])
+    assert any("grid fixed" in e for e in d.needs_rewrite["evidence"])
+
+
+ROW_TILES = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK_ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])
+    tl.store(y_ptr + rows[:, None] * n_cols + cols[None, :], e / tl.sum(e, axis=1)[:, None], mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n_rows, n_cols = x.shape
+        softmax_kernel[(n_rows // 16,)](x, y, n_rows, n_cols, BLOCK_ROWS=16, BLOCK=64)
+        return y
+'''
+
+
+def test_a_fixable_zero_grid_is_not_a_rewrite():
+    """The same zero-program grid over a body that runs: cdiv fixes it, so no verdict."""
+    d = diagnose(_case(ROW_TILES), "cpu", localise=False)
+    assert "zero_programs" in d.symptoms
+    assert d.needs_rewrite is None
+    assert any(e["result"] == "fixed" and e["recipe"] == "grid_cdiv" for e in d.experiments), d.experiments
+
+
+# ---- the ranking follows the run's evidence -----------------------------------------------------
+
+
+def test_a_class_resting_on_the_family_and_the_source_does_not_lead():
+    tags = {"family:matmul", "unmasked_load", "floor_div_grid", "all_wrong", "fails_negative_inputs"}
+    hyps = rank(tags, [], [])
+    assert hyps[0]["supported"] and hyps[0]["bug_class"] == "masked_fill_value", hyps[:2]
+    lead = {h["bug_class"]: h for h in hyps}
+    assert not lead.get("grid_undercount", {"supported": False})["supported"]
+
+
+def test_operator_families_come_from_code_not_comments():
+    ref = "# thunlp/TritonBench @ 603e28a\nimport torch\ndef f(x):\n    '''no matmul here'''\n    return x.exp()\n"
+    assert reference_families(ref) == set()
+    assert reference_families("def f(a, b):\n    return a @ b\n") == {"matmul"}
+
+
+# ---- the kb stops when no recipe applies to the evidence ----------------------------------------
+
+
+def test_the_kb_drops_proposals_no_evidence_backs():
+    src = (DATA / "grid_cdiv" / "candidate.py").read_text()
+    kb = KBBackend()
+    unsupported = {"hypotheses": [{"bug_class": "grid_undercount", "confidence": 0.9, "supported": False,
+                                   "lines": [], "evidence": []}]}
+    assert kb.propose(src, unsupported, {}, {}) == [] and kb.dropped > 0
+    supported = {"hypotheses": [{**unsupported["hypotheses"][0], "supported": True}]}
+    kept = kb.propose(src, supported, {}, {})
+    assert kept and all(p.bug_class == "grid_undercount" for p in kept)
+
+
+# ---- recipes that need the run's hints, or exist for the GPU ------------------------------------
+
+
+def test_output_dtype_allocates_what_the_reference_returns():
+    """An integer input divided in the kernel: the evaluation's dtype mismatch names float32."""
+    for name in ("output_dtype_int_div", "output_dtype_int_pair"):
+        ref = (DATA / name / "reference.py").read_text()
+        cand = (DATA / name / "candidate.py").read_text()
+        before = evaluate(_case(cand, ref), "cpu", fail_fast=True)
+        assert before.status != "pass"
+        hints = run_hints({"evaluation": before.to_dict()}, {})
+        assert hints["expected_dtype"] == "float32"
+        assert not get("output_dtype").propose(cand)  # the source alone says nothing
+        patches = get("output_dtype").propose(cand, hints)
+        assert any(evaluate(_case(p.new_src, ref), "cpu").status == "pass" for p in patches), name
+
+
+def test_fp32_dot_gets_ieee_precision_for_a_tight_float32_task():
+    src = (DATA / "dot_operand_transpose_scores" / "candidate.py").read_text()
+    recipe = get("dot_ieee_precision")
+    assert recipe.propose(src) == []  # no tolerance known: nothing
+    assert recipe.propose(src, {"tolerance": 1e-2, "dtype": "float32"}) == []  # tf32 is good enough
+    patch = recipe.propose(src, {"tolerance": 1e-3, "dtype": "float32"})[0]
+    assert 'tl.dot(q, kt, input_precision="ieee")' in patch.new_src
+    tf32 = src.replace("tl.dot(q, kt)", "tl.dot(q, kt, allow_tf32=True)")
+    new = recipe.propose(tf32, {"tolerance": 1e-4})[0].new_src
+    assert 'input_precision="ieee"' in new and "allow_tf32" not in new
+    assert recipe.propose(patch.new_src, {"tolerance": 1e-3}) == []  # already ieee
