@@ -35,8 +35,9 @@ def _semantics_args(p: argparse.ArgumentParser, default: str = "kernel") -> None
                    help="published: the task's sizes (default); small: batch-like constants halved until a "
                         "check's inputs fit (1 MiB on the CPU, 256 MB on a GPU); auto: published where a check "
                         "fits the device's memory, else small")
-    p.add_argument("--checks", choices=["all", "kernel", "kernelbench"], default="all",
-                   help="which checks run: both verdicts' (default), or one verdict's only")
+    p.add_argument("--checks", choices=["all", "quick", "kernel", "kernelbench"], default="all",
+                   help="which checks run: both verdicts' (default), quick (four kernel checks and KernelBench's "
+                        "trials), or one verdict's only")
 
 
 def _load(args):
@@ -58,9 +59,10 @@ def cmd_eval(args) -> int:
 
     case, settings = _load(args)
     log(f"evaluating {case.name} on {settings.device} ...")
-    from debugger.evaluate import kernelbench_checks, standard_checks
+    from debugger.evaluate import kernelbench_checks, quick_checks, standard_checks
 
-    checks = {"all": None, "kernel": standard_checks(), "kernelbench": kernelbench_checks()}[args.checks]
+    checks = {"all": None, "quick": quick_checks() + kernelbench_checks(), "kernel": standard_checks(),
+              "kernelbench": kernelbench_checks()}[args.checks]
     report = evaluate(case, settings.device, timeout=settings.timeout, memory_limit_gb=settings.memory_limit_gb,
                       semantics=args.semantics, kb_tolerance=args.kb_tolerance, sizes=args.sizes, checks=checks)
     if args.json:

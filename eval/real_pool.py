@@ -169,7 +169,10 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     row["eval"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
     if res["json"] is None:
         row["eval"]["error"] = "timed out" if res["timed_out"] else "no JSON: " + res["stderr_tail"][-300:]
-    failing = verdict(row, "kernel") in FAILING
+    # the verdict the run judges by decides what is diagnosed and repaired (a parameter_init answer
+    # passes the kernel verdict and fails KernelBench's)
+    failing = verdict(row, "kernel") in FAILING or (opts.semantics == "kernelbench"
+                                                    and verdict(row, "kernelbench") in FAILING)
     if failing and opts.diagnose:
         flags = _optional(kd, "diagnose", {"--sizes": opts.sizes}, row["flags"])
         res = kd.run(["diagnose", str(case), *device, *flags], opts.timeout, out)
@@ -183,7 +186,8 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
         target = out / "repairs" / f"{answer.id.replace('/', '__')}.py"
         target.parent.mkdir(parents=True, exist_ok=True)
         flags = _optional(kd, "repair", {"--sizes": opts.sizes, "--max-iters": opts.max_iters,
-                                         "--wall-budget": opts.wall_budget}, row["flags"])
+                                         "--wall-budget": opts.wall_budget, "--semantics": opts.semantics},
+                          row["flags"])
         res = kd.run(["repair", str(case), "--backend", "kb", "--no-write-back", "-o", str(target), *device,
                       *flags], opts.repair_timeout, out)
         data = res["json"] or {}
@@ -460,7 +464,7 @@ def parse(argv=None):
     ap.add_argument("--resume", action="store_true", help="keep OUT/rows.jsonl's rows, run only the others")
     ap.add_argument("--semantics", choices=["kernel", "kernelbench"])
     ap.add_argument("--sizes", choices=["auto", "published", "small"])
-    ap.add_argument("--checks", choices=["all", "kernel", "kernelbench"],
+    ap.add_argument("--checks", choices=["all", "quick", "kernel", "kernelbench"],
                     help="which checks kdebug eval runs (kernelbench: only KernelBench's trials, for agreement)")
     ap.add_argument("--policy", choices=["kernelbench", "strict"], default="kernelbench",
                     help="kdebug check's policy for repaired answers (default kernelbench)")
