@@ -341,6 +341,8 @@ def _why(row: dict, semantics: str) -> str:
     """One line on a disagreement: the checks that failed, else the eval's message."""
     ev = row.get("eval") or {}
     failed = (ev.get(semantics) or {}).get("failed") if isinstance(ev.get(semantics), dict) else None
+    if semantics == "kernelbench" and ev.get("verdict_note"):
+        return ev["verdict_note"][:200]
     if failed:
         return "fails " + ", ".join(failed) + (f" ({ev['message'][:120]})" if ev.get("message") else "")
     return (ev.get("message") or ev.get("error") or "")[:160]
@@ -374,6 +376,9 @@ def summary(rows: list[dict], meta: dict) -> dict:
     return {**meta, "answers": len(rows), "not_runnable": sum(1 for r in rows if r.get("not_runnable")),
             "agreement": {s: agreement(rows, s) for s in ("kernel", "kernelbench")},
             "repairs": repair_counts(rows),
+            "rows_no_result": [(r["id"], (r.get("eval") or {}).get("error") or "no status",
+                                (r.get("eval") or {}).get("seconds"))
+                               for r in rows if verdict(r, "kernel") == "no_result"],
             "eval_seconds": {"median": _median(evals), "p90": _pct(evals, 0.9), "total": round(sum(evals), 1)},
             "flags_left_out": sorted({f for r in rows for f in (r.get("flags") or {}).get("left_out", [])})}
 
@@ -419,6 +424,9 @@ def markdown(s: dict) -> str:
             lines += [f"- `{d['id']}`: recorded {d['recorded']}, kdebug {d['kdebug']}: {d['why']}"
                       for d in a["disagreements"]]
             lines.append("")
+    if s.get("rows_no_result"):
+        lines += ["No result (kdebug eval did not finish within --timeout, or printed no JSON): "
+                  + ", ".join(f"`{i}` ({why}, {sec} s)" for i, why, sec in s["rows_no_result"]), ""]
     if s["repairs"]:
         lines += ["Repairs (kb backend) of the answers kdebug's kernel verdict fails, per diagnosed class:", "",
                   "| diagnosed class | tried | repaired, check accepts | repaired, check rejects | rejected | "

@@ -153,18 +153,20 @@ def test_rows_repair_flow_and_the_table(tmp_path):
                        "kernel": {"status": "mismatch", "failed": ["noncontiguous"]},
                        "kernelbench": {"status": "pass", "failed": []}}}
     old = {**honest, "id": "honest/old", "eval": {"status": "pass", "seconds": 6.0}}  # a kdebug with one verdict
-    rows = [row, cuda_row, honest, old]
+    slow = {**honest, "id": "honest/slow", "eval": {"exit": None, "seconds": 900.2, "error": "timed out"}}
+    rows = [row, cuda_row, honest, old, slow]
     s = real_pool.summary(rows, {"pool": "P", "device": "cpu", "selection": "--only all", "command": "python x",
                                  "date": "d", "commit": "c", "wall_seconds": 1})
     k, kb = s["agreement"]["kernel"], s["agreement"]["kernelbench"]
     assert k["matrix"] == {"fail (nearmiss)": {"mismatch": 1, "not_runnable": 1},
-                           "pass (honest)": {"mismatch": 1, "pass": 1}}
+                           "pass (honest)": {"mismatch": 1, "pass": 1, "no_result": 1}}
     assert (k["agree"], k["judged"]) == (2, 3) and [d["id"] for d in k["disagreements"]] == ["honest/add__m1"]
-    assert kb["matrix"]["pass (honest)"] == {"pass": 1, "no_result": 1} and (kb["agree"], kb["judged"]) == (2, 2)
+    assert kb["matrix"]["pass (honest)"] == {"pass": 1, "no_result": 2} and (kb["agree"], kb["judged"]) == (2, 2)
     assert s["repairs"]["operator_misread"]["repaired_accepted"] == 1 and s["not_runnable"] == 1
     md = real_pool.markdown(s)
     assert "agrees with the recorded verdict on 2 of 3 answers" in md
-    assert "| pass (honest) | 1 | 1 | 0 | 2 |" in md  # columns pass, mismatch, not_runnable
+    assert "| pass (honest) | 1 | 1 | 0 | 1 | 3 |" in md  # columns pass, mismatch, not_runnable, no_result
+    assert "printed no JSON): `honest/slow` (timed out, 900.2 s)" in md
     assert "- `honest/add__m1`: recorded pass, kdebug mismatch: fails noncontiguous" in md
     assert "| operator_misread | 1 | 1 | 0 | 0 | 0 | 0 | 2.0 | 2 |" in md
     assert "1 answers not runnable here" in md and "`eval --sizes auto`" in md
