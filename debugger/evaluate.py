@@ -293,25 +293,38 @@ def _set_verdicts(report: EvalReport) -> None:
     report.verdicts = {"kernel": _verdict(kernel)} if kernel else {}
     if pipeline:
         report.verdicts["kernelbench"] = _verdict(pipeline)
-    chosen = {"kernel": ["kernel"], "kernelbench": ["kernelbench"], "both": ["kernel", "kernelbench"]}
-    names = [n for n in chosen[report.semantics] if n in report.verdicts] or list(report.verdicts)
-    report.status = _worst([report.verdicts[n]["status"] for n in names]) if names else "runtime_error"
+    counted = [c for c in report.checks if report.counts(c)] or report.checks
+    report.status = _worst([c.status for c in counted]) if counted else "runtime_error"
     report.verdict_note = _verdict_note(report)
 
 
+def seeds_pass(report: EvalReport) -> bool:
+    """The kernel checks on the task's own inputs (the seeds) ran and passed, weights mapped in."""
+    seeds = [c for c in report.checks if c.kind == "seed" and c.status != "skipped"]
+    return bool(seeds) and all(c.passed for c in seeds)
+
+
 def _verdict_note(report: EvalReport) -> str:
-    """Why the kernel verdict and KernelBench's differ (empty when they agree or one is missing)."""
+    """Why the kernel verdict and KernelBench's differ, or what fails KernelBench's when the kernel is
+    right on the task's own inputs (empty when nothing needs saying)."""
     k, p = report.verdicts.get("kernel"), report.verdicts.get("kernelbench")
-    if not k or not p or (k["status"] == "pass") == (p["status"] == "pass"):
+    if not k or not p:
         return ""
-    if k["status"] == "pass":
+    right_on_task = k["status"] == "pass" or seeds_pass(report)
+    if p["status"] != "pass" and right_on_task:
         pairs = (report.parameter_map or {}).get("pairs", [])
         differ = [x for x in pairs if (x.get("own_init_diff") or 0.0) > 0.0]
+        also = "" if k["status"] == "pass" else \
+            f"; the kernel also fails {', '.join(k['failed'][:6])} (inputs the task never draws)"
         if differ:
             listed = ", ".join(f"{x['candidate']} (Model's {x['reference']}, max |diff| {x['own_init_diff']:.3g})"
                                for x in differ[:6])
-            return (f"parameter_init: the kernel passes with Model's weights mapped in, but ModelNew builds "
-                    f"{len(differ)} of its {len(pairs)} matched tensors differently under the same seed: {listed}")
+            return (f"parameter_init: with Model's weights mapped in the kernel passes the task's own inputs, but "
+                    f"ModelNew builds {len(differ)} of its {len(pairs)} matched tensors differently under the same "
+                    f"seed: {listed}{also}")
+    if (k["status"] == "pass") == (p["status"] == "pass"):
+        return ""
+    if k["status"] == "pass":
         unmatched = (report.parameter_map or {}).get("unmatched_reference", [])
         extra = f"; Model's {', '.join(unmatched[:6])} matched nothing in ModelNew" if unmatched else ""
         return ("the kernel passes with Model's weights mapped in, but fails KernelBench's trials "

@@ -77,7 +77,9 @@ class EvalReport:
     seconds: float = 0.0
     log_tail: str = ""
     # Which verdict sets `status`: kernel (weights mapped in, every check), kernelbench (KernelBench's
-    # trials, each model's own initialisation) or both (the worse of the two: what a repair aims at).
+    # trials, each model's own initialisation) or both (KernelBench's trials and the kernel checks on
+    # the task's own inputs, the seeds: what a KernelBench repair aims at; layouts and value
+    # distributions the task never draws stay robustness findings of the kernel verdict).
     semantics: str = "kernel"
     verdicts: dict = field(default_factory=dict)  # "kernel" / "kernelbench" -> {status, message, failed}
     verdict_note: str = ""  # why the two verdicts differ, when they do
@@ -92,7 +94,7 @@ class EvalReport:
     def counts(self, check: CheckResult) -> bool:
         """Whether a check belongs to the selected verdict."""
         if self.semantics == "both":
-            return True
+            return check.kind in ("kernelbench", "seed")
         return (check.kind == "kernelbench") == (self.semantics == "kernelbench")
 
     @property

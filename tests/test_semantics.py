@@ -327,3 +327,17 @@ def test_small_sizes_halve_the_batch_until_the_inputs_fit(tmp_path):
     assert report.sizes["input_bytes"] <= 1 << 20
     assert report.status == "pass" and report.verdicts["kernelbench"]["status"] == "pass"
     assert all(c.spec["shapes"] == {"batch_size": 4096} for c in report.checks)
+
+
+def test_parameter_init_is_proved_when_only_layouts_fail_besides_kernelbench():
+    # a kernel right on the task's own (contiguous) inputs that assumes contiguity: reads x flat
+    flat = OWN_INIT.replace("        x = x.contiguous()\n", "")
+    report = evaluate(case_from_sources(AFFINE_REF, flat), "cpu",
+                      checks=[standard_checks()[0], standard_checks()[8], kernelbench_checks()[0]])
+    assert report.verdicts["kernel"]["failed"] == ["noncontiguous"]
+    assert report.verdict_note.startswith("parameter_init") and "noncontiguous" in report.verdict_note
+    from debugger.diagnose.semantics import parameter_init_hypothesis
+    assert parameter_init_hypothesis(report)["score"] == 9.0
+    both = evaluate(case_from_sources(AFFINE_REF, flat), "cpu",
+                    checks=[standard_checks()[0], standard_checks()[8], kernelbench_checks()[0]], semantics="both")
+    assert [c.name for c in both.failed_checks] == ["kb_trial0"]  # layouts stay robustness findings

@@ -1,10 +1,10 @@
 """The faults real answers have outside the kernel: parameter_init, train_eval_mode, operator_misread.
 
 Each is proved by a counterfactual run, not guessed from the class prior:
-- parameter_init: the kernel verdict (Model's weights mapped into ModelNew) passes while KernelBench's
-  trials (each model's own initialisation under seed 42) fail, and the correspondence names the
-  tensors ModelNew builds differently. When the kernel also fails, differing tensors are a second
-  finding, weighed lightly.
+- parameter_init: the kernel checks on the task's own inputs (Model's weights mapped into ModelNew)
+  pass while KernelBench's trials (each model's own initialisation under seed 42) fail, and the
+  correspondence names the tensors ModelNew builds differently. When the kernel fails on the task's
+  own inputs too, differing tensors are a second finding, weighed lightly.
 - train_eval_mode: the failing checks pass when both models run in eval mode (BatchNorm with its
   running statistics, dropout off): the candidate implements inference semantics while the harness,
   like KernelBench's, runs in train mode.
@@ -33,9 +33,12 @@ def differing_parameters(report) -> list[dict]:
 
 def parameter_init_hypothesis(report) -> dict | None:
     """parameter_init, with the tensors and the run that proves it (None without evidence)."""
+    from debugger.evaluate import seeds_pass
+
     differ = differing_parameters(report)
     kernel = report.verdicts.get("kernel", {}).get("status")
     pipeline = report.verdicts.get("kernelbench", {}).get("status")
+    right_on_task = kernel == "pass" or seeds_pass(report)
     if not differ and not (kernel == "pass" and pipeline not in (None, "pass")):
         return None
     evidence = [f"ModelNew's {p['candidate']} (Model's {p['reference']}, matched by {p['by']}) starts "
@@ -43,9 +46,10 @@ def parameter_init_hypothesis(report) -> dict | None:
     unmatched = (report.parameter_map or {}).get("unmatched_reference", [])
     if unmatched:
         evidence.append(f"Model's {', '.join(unmatched[:6])} matched no tensor of ModelNew")
-    if kernel == "pass" and pipeline not in (None, "pass"):
-        evidence.insert(0, "experiment: with Model's weights mapped in every kernel check passes; with ModelNew's "
-                           "own initialisation KernelBench's trials fail")
+    if right_on_task and pipeline not in (None, "pass") and (differ or kernel == "pass"):
+        which = "every kernel check passes" if kernel == "pass" else "the task's own inputs (the seeds) pass"
+        evidence.insert(0, f"experiment: with Model's weights mapped in {which}; with ModelNew's own "
+                           "initialisation KernelBench's trials fail")
         score = 9.0
     else:
         score = 1.0
