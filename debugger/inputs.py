@@ -69,7 +69,12 @@ def _transposed(t: torch.Tensor) -> torch.Tensor:
 
 
 def transform_tensor(t: torch.Tensor, transform: str) -> torch.Tensor:
-    """Apply one value-distribution or layout transform to a floating tensor."""
+    """Apply one value-distribution transform (floating tensors) or layout transform (every tensor:
+    an integer index tensor read by flat offsets is as wrong on a strided view as a float one)."""
+    if transform == "noncontig":
+        return _noncontiguous(t)
+    if transform == "transposed":
+        return _transposed(t)
     if not t.is_floating_point():
         return t
     if transform.startswith("scale:"):
@@ -78,10 +83,6 @@ def transform_tensor(t: torch.Tensor, transform: str) -> torch.Tensor:
         return -t
     if transform == "all_negative":
         return -(t.abs())
-    if transform == "noncontig":
-        return _noncontiguous(t)
-    if transform == "transposed":
-        return _transposed(t)
     return t
 
 

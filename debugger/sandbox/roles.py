@@ -176,7 +176,9 @@ class ReferenceRole:
         elif getattr(self, "previous", None) is not None:
             drift = compare.max_difference(self.previous, outs_now)
             self.previous = None
-        return {"ok": True, "runs": results, "drift": drift}, None
+        nonfinite = sum(int((~torch.isfinite(o)).sum()) for o in self.native
+                        if isinstance(o, torch.Tensor) and o.is_floating_point())
+        return {"ok": True, "runs": results, "drift": drift, "reference_nonfinite": nonfinite}, None
 
     def localise(self, header: dict, blob: bytes) -> tuple[dict, None]:
         """Match the candidate's per-launch buffers against this check's reference intermediates."""

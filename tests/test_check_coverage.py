@@ -1,0 +1,110 @@
+"""What the checks cover: layouts reach every tensor input (an integer index tensor read by flat
+offsets fails on a strided view exactly as a float one does), and value distributions outside the
+operator's domain, where the reference itself yields NaN/Inf, are not held against the candidate."""
+from debugger.case import case_from_sources
+from debugger.evaluate import evaluate, standard_checks
+
+GATHER_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, table, idx):
+        return table[idx]
+
+
+rows, dim, picks = 50, 24, 17
+
+
+def get_inputs():
+    return [torch.randn(rows, dim), torch.randint(0, rows, (picks,))]
+
+
+def get_init_inputs():
+    return []
+'''
+
+GATHER = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gather_kernel(table_ptr, idx_ptr, out_ptr, dim, idx_stride, BLOCK: tl.constexpr):
+    m = tl.program_id(0)
+    row = tl.load(idx_ptr + m * idx_stride)
+    cols = tl.arange(0, BLOCK)
+    vals = tl.load(table_ptr + row * dim + cols, mask=cols < dim)
+    tl.store(out_ptr + m * dim + cols, vals, mask=cols < dim)
+
+
+class ModelNew(nn.Module):
+    def forward(self, table, idx):
+        table = table.contiguous()
+        out = torch.empty(idx.shape[0], table.shape[1], device=table.device, dtype=table.dtype)
+        gather_kernel[(idx.shape[0],)](table, idx, out, table.shape[1], STRIDE, BLOCK=32)
+        return out
+'''
+
+
+def test_an_index_tensor_read_flat_fails_the_noncontiguous_check():
+    checks = [s for s in standard_checks() if s["name"] in ("seed0", "noncontiguous")]
+    flat = evaluate(case_from_sources(GATHER_REF, GATHER.replace("STRIDE", "1")), "cpu", checks=checks)
+    assert [c.name for c in flat.failed_checks] == ["noncontiguous"]
+    strided = evaluate(case_from_sources(GATHER_REF, GATHER.replace("STRIDE", "idx.stride(0)")), "cpu",
+                       checks=checks)
+    assert strided.status == "pass", strided.message
+
+
+LOG_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.log(x)
+
+
+def get_inputs():
+    return [torch.rand(7, 33) + 0.1]
+
+
+def get_init_inputs():
+    return []
+'''
+
+LOG_ABS = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def log_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=1.0)
+    tl.store(out_ptr + offs, tl.log(tl.abs(x)), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        log_kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), BLOCK=128)
+        return out
+'''
+
+
+def test_inputs_outside_the_operators_domain_are_not_held_against_the_candidate():
+    names = ("seed0", "x3", "negated", "all_negative")
+    report = evaluate(case_from_sources(LOG_REF, LOG_ABS), "cpu",
+                      checks=[s for s in standard_checks() if s["name"] in names])
+    assert report.status == "pass", report.message
+    skipped = {c.name: c.message for c in report.checks if c.status == "skipped"}
+    assert set(skipped) == {"negated", "all_negative"}
+    assert all("reference itself yields" in m for m in skipped.values())
