@@ -102,14 +102,17 @@ def _indent_of(src_bytes: bytes, node) -> str:
     return src_bytes[start:node.start_byte].decode()
 
 
-def instrument(src: str) -> str | None:
-    """The source with probes inserted in every kernel; None when it cannot be parsed."""
+def instrument(src: str, kernel: str | None = None) -> str | None:
+    """The source with probes inserted in every kernel (only `kernel`, when named); None when it
+    cannot be parsed or names no such kernel."""
     s = Source(src)
-    if not s.ok or not s.kernels:
+    if not s.ok or not s.kernels or (kernel is not None and kernel not in {k.name for k in s.kernels}):
         return None
     data = src.encode()
     inserts: list[tuple[int, str]] = []  # (byte offset, text)
     for k in s.kernels:
+        if kernel is not None and k.name != kernel:
+            continue
         for call in k.calls("tl.load", "tl.store"):
             stmt = call
             while stmt.parent is not None and stmt.type not in ("expression_statement", "return_statement"):
@@ -145,11 +148,12 @@ def instrument(src: str) -> str | None:
     return out.decode() + PRELUDE + "\n_kdebug_watch_grids()\n"
 
 
-def run_probes(case, report, timeout: float = 120.0) -> dict:
-    """Run the instrumented copy on the first failing check; summarise what the probes saw."""
+def run_probes(case, report, timeout: float = 120.0, kernel: str | None = None) -> dict:
+    """Run the instrumented copy (every kernel, or only `kernel`) on the first failing check;
+    summarise what the probes saw."""
     from debugger.evaluate import run_evaluation
 
-    instrumented = instrument(case.candidate_src)
+    instrumented = instrument(case.candidate_src, kernel)
     failing = [c for c in report.failed_checks if c.spec]
     if instrumented is None or not failing:
         return {}
