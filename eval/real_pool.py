@@ -158,7 +158,7 @@ def verdict(row: dict, semantics: str) -> str:
 
 def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     """One answer through eval (and diagnose, repair, check when asked); the result row."""
-    row = {**answer.row(), "case_dir": str(case), "flags": {}}
+    row = {**answer.row(), "case_dir": str(case), "flags": {}, "semantics": opts.semantics or "kernel"}
     if answer.language == "cuda" and opts.device == "cpu":
         row["not_runnable"] = "CUDA (load_inline) needs nvcc and a GPU; run with --device cuda"
         return row
@@ -195,13 +195,27 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
                          "exit": res["exit"], "iterations": data.get("iterations"), "seconds": res["seconds"],
                          "bug_class": data.get("bug_class"), "output": data.get("output")}
         if data.get("status") == "repaired" and data.get("output") and Path(data["output"]).is_file():
+            repaired = repaired_case(case, Path(data["output"]), out / "repairs" / answer.id.replace("/", "__"))
+            flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes}, row["flags"])
+            res = kd.run(["eval", str(repaired), *device, *flags], opts.timeout, out)
+            row["verify"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
             flags = _optional(kd, "check", {"--policy": opts.policy}, row["flags"])
-            res = kd.run(["check", data["output"], "--ref", str(case / "reference.py"), *device, *flags],
-                         opts.timeout, out)
+            res = kd.run(["check", str(repaired), *device, *flags], opts.timeout, out)
             chk = res["json"] or {}
             row["check"] = {"verdict": chk.get("verdict"), "exit": res["exit"], "seconds": res["seconds"],
                             "rules": sorted({f.get("rule") for f in chk.get("findings") or [] if f.get("rule")})}
     return row
+
+
+def repaired_case(case: Path, repaired: Path, folder: Path) -> Path:
+    """A case folder for the repaired kernel: its reference and case.toml (the task's tolerances)
+    beside the repair as candidate.py, so the independent eval and the gate judge the same task."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("reference.py", "case.toml"):
+        if (case / name).is_file():
+            (folder / name).write_text((case / name).read_text())
+    (folder / "candidate.py").write_text(repaired.read_text())
+    return folder
 
 
 # -- sharing one GPU -----------------------------------------------------------------------------
@@ -348,6 +362,15 @@ def _why(row: dict, semantics: str) -> str:
     return (ev.get("message") or ev.get("error") or "")[:160]
 
 
+def _verified(row: dict) -> bool:
+    """The repaired kernel passes kdebug eval again, run apart from the repair (the verdict the run
+    judges by: kernelbench's when it is reported and asked for, else the kernel verdict)."""
+    v = row.get("verify") or {}
+    sem = "kernelbench" if row.get("semantics") == "kernelbench" else "kernel"
+    status = (v.get(sem) or {}).get("status") if isinstance(v.get(sem), dict) else v.get("status")
+    return status == "pass"
+
+
 def repair_counts(rows: list[dict]) -> dict[str, dict]:
     """Per diagnosed class (diagnose's top hypothesis, else the repair's bug_class): repair outcomes."""
     out: dict[str, dict] = {}
@@ -355,13 +378,15 @@ def repair_counts(rows: list[dict]) -> dict[str, dict]:
         if "repair" not in r:
             continue
         klass = (r.get("diagnose") or {}).get("top") or r["repair"].get("bug_class") or "none"
-        c = out.setdefault(klass, {"tried": 0, "repaired_accepted": 0, "repaired_rejected_by_check": 0,
+        c = out.setdefault(klass, {"tried": 0, "repaired_accepted": 0, "repaired_failed_verify": 0,
+                                   "repaired_rejected_by_check": 0,
                                    "rejected": 0, "unrepaired": 0, "other": 0, "seconds": [], "iterations": []})
         c["tried"] += 1
         status = r["repair"]["status"]
         if status == "repaired":
-            key = "repaired_accepted" if (r.get("check") or {}).get("verdict") == "accept" else \
-                "repaired_rejected_by_check"
+            verified = "verify" not in r or _verified(r)
+            key = "repaired_rejected_by_check" if (r.get("check") or {}).get("verdict") != "accept" else \
+                "repaired_accepted" if verified else "repaired_failed_verify"
         else:
             key = status if status in ("rejected", "unrepaired") else "other"
         c[key] += 1
@@ -428,14 +453,15 @@ def markdown(s: dict) -> str:
         lines += ["No result (kdebug eval did not finish within --timeout, or printed no JSON): "
                   + ", ".join(f"`{i}` ({why}, {sec} s)" for i, why, sec in s["rows_no_result"]), ""]
     if s["repairs"]:
-        lines += ["Repairs (kb backend) of the answers kdebug's kernel verdict fails, per diagnosed class:", "",
-                  "| diagnosed class | tried | repaired, check accepts | repaired, check rejects | rejected | "
-                  "unrepaired | other | median s | median iterations |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["Repairs (kb backend) of the answers kdebug fails, per diagnosed class (repaired: kdebug repair "
+                  "says so, a separate kdebug eval of the repair passes and kdebug check accepts it):", "",
+                  "| diagnosed class | tried | repaired | repaired, re-eval fails | repaired, check rejects | "
+                  "rejected | unrepaired | other | median s | median iterations |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for klass, c in sorted(s["repairs"].items()):
-            lines.append(f"| {klass} | {c['tried']} | {c['repaired_accepted']} | {c['repaired_rejected_by_check']} | "
-                         f"{c['rejected']} | {c['unrepaired']} | {c['other']} | {_median(c['seconds'])} | "
-                         f"{_median(c['iterations'])} |")
+            lines.append(f"| {klass} | {c['tried']} | {c['repaired_accepted']} | "
+                         f"{c.get('repaired_failed_verify', 0)} | {c['repaired_rejected_by_check']} | {c['rejected']} | {c['unrepaired']} | {c['other']} | "
+                         f"{_median(c['seconds'])} | {_median(c['iterations'])} |")
         lines.append("")
     e = s["eval_seconds"]
     if e["median"] is not None:

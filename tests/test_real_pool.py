@@ -136,10 +136,14 @@ def test_rows_repair_flow_and_the_table(tmp_path):
     (tmp_path / "fixed.py").write_text(TORCH_ADD)
     a = answers["nearmiss/sub__m2"]
     row = real_pool.run_answer(a, a.write(out / "cases"), fake, opts(), out)
-    assert [c[0] for c in fake.calls] == ["eval", "diagnose", "repair", "check"]
-    assert "--sizes" not in fake.calls[0] and fake.calls[3][-2:] == ["--policy", "kernelbench"]
+    assert [c[0] for c in fake.calls] == ["eval", "diagnose", "repair", "eval", "check"]
+    assert "--sizes" not in fake.calls[0] and fake.calls[4][-2:] == ["--policy", "kernelbench"]
+    # the repair is judged as a case of its own: the task's reference and case.toml beside it
+    repaired = Path(fake.calls[3][1])
+    assert fake.calls[4][1] == str(repaired) and (repaired / "candidate.py").read_text() == TORCH_ADD
+    assert (repaired / "reference.py").read_text() == REF
     assert row["flags"]["left_out"] == ["eval --sizes auto", "diagnose --sizes auto", "repair --sizes auto",
-                                        "repair --max-iters 4"]
+                                        "repair --max-iters 4", "eval --sizes auto"]
     assert row["eval"]["slowest_check"] == {"name": "seed0", "seconds": 1.2} and row["eval"]["checks"] == 2
     assert row["eval"]["parameter_map"] == {"pairs": 1, "unmatched_candidate": [], "unmatched_reference": ["b"]}
     assert row["diagnose"]["top"] == "operator_misread" and row["check"]["verdict"] == "accept"
@@ -162,13 +166,15 @@ def test_rows_repair_flow_and_the_table(tmp_path):
                            "pass (honest)": {"mismatch": 1, "pass": 1, "no_result": 1}}
     assert (k["agree"], k["judged"]) == (2, 3) and [d["id"] for d in k["disagreements"]] == ["honest/add__m1"]
     assert kb["matrix"]["pass (honest)"] == {"pass": 1, "no_result": 2} and (kb["agree"], kb["judged"]) == (2, 2)
-    assert s["repairs"]["operator_misread"]["repaired_accepted"] == 1 and s["not_runnable"] == 1
+    assert s["repairs"]["operator_misread"]["repaired_failed_verify"] == 1 and s["not_runnable"] == 1
     md = real_pool.markdown(s)
     assert "agrees with the recorded verdict on 2 of 3 answers" in md
     assert "| pass (honest) | 1 | 1 | 0 | 1 | 3 |" in md  # columns pass, mismatch, not_runnable, no_result
     assert "printed no JSON): `honest/slow` (timed out, 900.2 s)" in md
     assert "- `honest/add__m1`: recorded pass, kdebug mismatch: fails noncontiguous" in md
-    assert "| operator_misread | 1 | 1 | 0 | 0 | 0 | 0 | 2.0 | 2 |" in md
+    assert "| operator_misread | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 2.0 | 2 |" in md  # the canned re-eval says mismatch
+    row["verify"] = {"status": "pass", "kernel": {"status": "pass"}}
+    assert real_pool.repair_counts([row])["operator_misread"]["repaired_accepted"] == 1
     assert "1 answers not runnable here" in md and "`eval --sizes auto`" in md
 
 
