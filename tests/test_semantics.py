@@ -341,3 +341,19 @@ def test_parameter_init_is_proved_when_only_layouts_fail_besides_kernelbench():
     both = evaluate(case_from_sources(AFFINE_REF, flat), "cpu",
                     checks=[standard_checks()[0], standard_checks()[8], kernelbench_checks()[0]], semantics="both")
     assert [c.name for c in both.failed_checks] == ["kb_trial0"]  # layouts stay robustness findings
+
+
+def test_parameter_init_recipe_reads_old_style_super_and_keeps_the_candidates_own_lines():
+    from debugger.recipes.parameter_init import parameter_init_patch
+
+    ref = AFFINE_REF.replace("super().__init__()", "super(Model, self).__init__()")
+    cand = OWN_INIT.replace("super().__init__()", "super(ModelNew, self).__init__()")
+    pm = {"pairs": [{"candidate": "gamma", "reference": "scale", "own_init_diff": 0.5},
+                    {"candidate": "beta", "reference": "shift", "own_init_diff": 0.0}]}
+    patch = parameter_init_patch(cand, ref, pm)
+    assert patch is not None
+    new = patch.new_src
+    assert "super(Model, self)" not in new.split("class ModelNew")[0]  # the holder calls its own super
+    assert "(('gamma', 'scale'),)" in new  # only the tensors that differ are copied
+    body = new.split("class ModelNew")[1]
+    assert body.index("_ModelParameters(n)") < body.index("self.gamma = nn.Parameter(torch.ones(n))")

@@ -48,13 +48,15 @@ def _top_level_names(tree: ast.Module) -> dict[str, ast.stmt]:
     return names
 
 
-def _free_names(fn: ast.FunctionDef) -> set[str]:
+def _free_names(fn: ast.FunctionDef, body: list[ast.stmt]) -> set[str]:
+    """Names the transplanted statements read that neither the signature nor they themselves bind."""
     bound = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
     bound |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a}
     loads, stores = set(), set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name):
-            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name):
+                (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
     return loads - bound - stores - set(dir(builtins))
 
 
@@ -83,9 +85,13 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
     args = _call_args(new_init)
     if args is None:
         return None
+    body = [s for s in model_init.body if not _is_super_init(s)
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body:
+        return None
     ref_names, cand_names = _top_level_names(ref_tree), _top_level_names(cand_tree)
     imports = []
-    for name in sorted(_free_names(model_init)):
+    for name in sorted(_free_names(model_init, body)):
         if name in cand_names:
             continue
         node = ref_names.get(name)
@@ -94,10 +100,6 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
         imports.append(ast.get_source_segment(reference_src, node))
     if "torch" not in cand_names:
         imports.append("import torch")
-    body = [s for s in model_init.body if not _is_super_init(s)
-            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if not body:
-        return None
     ref_lines = reference_src.splitlines()
     body_text = "\n".join(ref_lines[body[0].lineno - 1: body[-1].end_lineno])
     params = ast.unparse(model_init.args).split(",", 1)
