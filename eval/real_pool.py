@@ -474,11 +474,15 @@ def markdown(s: dict) -> str:
 
 # -- main ------------------------------------------------------------------------------------------
 def _commit() -> str:
+    """HEAD's short hash, `+dirty` when tracked files differ from it (the code run is not HEAD's)."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               timeout=10).stdout.strip() or "?"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return "?"
+    return head + ("+dirty" if dirty else "")
 
 
 def parse(argv=None):
@@ -551,6 +555,7 @@ def main(argv=None) -> int:
     if opts.from_rows:
         return merge(opts, argv)
     t0 = time.time()
+    commit = _commit()  # the code the run started with
     out = opts.out or Path(tempfile.mkdtemp(prefix="real_pool-"))
     check_out(out, opts.path)
     out.mkdir(parents=True, exist_ok=True)
@@ -602,7 +607,7 @@ def main(argv=None) -> int:
         (f" --shard {opts.shard}" if opts.shard else "")
     meta = {"pool": str(opts.path), "device": opts.device, "selection": selection,
             "command": f"python eval/real_pool.py {_argv_text(argv)}",
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": _commit(),
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": commit,
             "wall_seconds": round(time.time() - t0, 1), "answers_in_pool": len(answers), "unread": unread[:50],
             "left_by_deadline": len(results) - len(rows)}
     write_outputs(out, rows, meta)
