@@ -165,7 +165,7 @@ class CheckOut(BaseModel):
     """One input set of the evaluation."""
 
     name: str = Field(description="seed0, x100, noncontiguous, hidden_seed1009, ...")
-    kind: str = Field(description="seed | distribution | layout | params | hidden")
+    kind: str = Field(description="seed | distribution | layout | params | hidden | kernelbench")
     passed: bool
     status: str = Field(description="pass | mismatch | runtime_error | timeout | skipped")
     max_abs_err: Number = None
@@ -189,6 +189,12 @@ class EvaluationOut(BaseModel):
     reference_warnings: list[str] = Field(default_factory=list)
     log_tail: str = Field("", description="the end of the candidate's output (compiler errors, tracebacks)")
     seconds: float = 0.0
+    semantics: str = Field("kernel", description="the verdict that set `status`: kernel or kernelbench")
+    verdicts: dict[str, Any] = Field(default_factory=dict, description="kernel (Model's weights mapped in) and "
+                                     "kernelbench (KernelBench's trials): each {status, checks, failed, skipped}")
+    verdict_note: str = Field("", description="why the two verdicts differ (parameter_init: which tensors)")
+    parameter_map: dict[str, Any] | None = Field(None, description="ModelNew <- Model tensor correspondence")
+    sizes: dict[str, Any] = Field(default_factory=dict, description="the reduced sizes the checks ran at, if any")
 
 
 def evaluation_out(d: dict) -> EvaluationOut:
@@ -205,7 +211,10 @@ def evaluation_out(d: dict) -> EvaluationOut:
     return EvaluationOut(status=d["status"], passed=d["status"] == "pass", message=d.get("message", ""),
                          device=d.get("device", ""), atol=_finite(d.get("atol")), rtol=_finite(d.get("rtol")),
                          checks=checks, signature=sig.get("key"), reference_warnings=d.get("reference_warnings", []),
-                         log_tail=d.get("log_tail", ""), seconds=d.get("seconds", 0.0))
+                         log_tail=d.get("log_tail", ""), seconds=d.get("seconds", 0.0),
+                         semantics=d.get("semantics", "kernel"), verdicts=d.get("verdicts") or {},
+                         verdict_note=d.get("verdict_note", ""), parameter_map=d.get("parameter_map"),
+                         sizes=d.get("sizes") or {})
 
 
 def _finite(v):
@@ -331,18 +340,26 @@ class RecordFixOut(BaseModel):
 async def evaluate_kernel(reference_src: ReferenceSrc = None, candidate_src: CandidateSrc = None,
                           reference_path: ReferencePath = None, candidate_path: CandidatePath = None,
                           case_dir: CaseDir = None, device: Device = None, atol: Atol = None,
-                          rtol: Rtol = None) -> EvaluationOut:
+                          rtol: Rtol = None,
+                          semantics: Annotated[Literal["kernel", "kernelbench"], Field(
+                              description="which verdict sets status: kernel (Model's weights mapped into "
+                                          "ModelNew) or kernelbench (KernelBench's trials, own init)")] = "kernel",
+                          sizes: Annotated[Literal["published", "small", "auto"], Field(
+                              description="published sizes, reduced ones, or published where they fit")] = "published",
+                          ) -> EvaluationOut:
     """Full-coverage correctness check of a candidate kernel against its reference.
 
     Runs the candidate in a sandbox on several seeds, value distributions, non-contiguous layouts and
-    re-drawn parameters, twice each on poisoned outputs, and compares in float64.
+    re-drawn parameters, twice each on poisoned outputs, and compares in float64; and KernelBench's own
+    five trials (each model's own initialisation). Both verdicts are reported.
     """
     def work():
         from debugger.evaluate import evaluate
 
         case = load_tool_case(reference_src, candidate_src, reference_path, candidate_path, case_dir, atol, rtol)
         s = _settings(device)
-        return evaluation_out(evaluate(case, s.device, timeout=s.timeout, memory_limit_gb=s.memory_limit_gb).to_dict())
+        return evaluation_out(evaluate(case, s.device, timeout=s.timeout, memory_limit_gb=s.memory_limit_gb,
+                                       semantics=semantics, sizes=sizes).to_dict())
     return await _run(work)
 
 

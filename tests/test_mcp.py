@@ -59,6 +59,12 @@ async def test_evaluate_finds_the_failing_softmax(client):
     assert r["status"] == "mismatch" and not r["passed"]
     failed = [c["name"] for c in r["checks"] if not c["passed"]]
     assert "x100" in failed and "seed0" not in failed
+    # KernelBench's own trials pass: the two verdicts and why they differ come back
+    assert r["verdicts"]["kernelbench"]["status"] == "pass" and r["verdicts"]["kernel"]["status"] == "mismatch"
+    assert "x100" in r["verdict_note"]
+    pipeline = await call(client, "evaluate_kernel", reference_src=softmax("reference.py"),
+                          candidate_src=softmax("candidate.py"), device="cpu", semantics="kernelbench")
+    assert pipeline["status"] == "pass" and pipeline["semantics"] == "kernelbench"
 
 
 async def test_diagnose_names_the_overflow(client):
