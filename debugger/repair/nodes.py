@@ -197,8 +197,9 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     if failing and not _experiment_fixed(state, src):
         screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=True,
                                 semantics=ctx.evaluation_semantics).report
-        if not screen.passed:
-            # Judge progress on the same footing as the best version: the checks it failed.
+        if not screen.passed and not any(c.passed for c in screen.checks):
+            # Judge progress on the same footing as the best version: the checks it failed. A screen
+            # that turned some of them green is progress: the full evaluation below judges it.
             score = screen.error_score()
             return {"verify": {"passed": False, "status": screen.status, "score": score, "screen": True,
                                "message": screen.message, "signature": screen.signature.key() if screen.signature else None,
