@@ -256,3 +256,13 @@ def test_fp32_dot_gets_ieee_precision_for_a_tight_float32_task():
     new = recipe.propose(tf32, {"tolerance": 1e-4})[0].new_src
     assert 'input_precision="ieee"' in new and "allow_tf32" not in new
     assert recipe.propose(patch.new_src, {"tolerance": 1e-3}) == []  # already ieee
+
+
+def test_the_recipe_search_stops_at_its_wall_budget(tmp_path):
+    """A kb budget already spent after the diagnosis: the repair stops on the clock, no iteration."""
+    folder = DATA / "grid_cdiv"
+    case = _case((folder / "candidate.py").read_text(), (folder / "reference.py").read_text())
+    settings = resolve(device="cpu", backend="kb", max_iters=6, timeout=120)
+    result = repair(case, settings=settings, ledger=Ledger(tmp_path / "l.db"), write_files=False,
+                    write_back=False, retrieval=False, kb_wall_budget=0.001)
+    assert result.status == "unrepaired" and result.guard == "wall_clock_budget" and result.iterations == 0

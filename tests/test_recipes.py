@@ -70,6 +70,9 @@ CASES = {
     # a tl.dot operand loaded [N, K] without its transpose (two kernels)
     "dot_operand_transpose": ("dot_operand_transpose", {"atol": 0.5}),
     "dot_operand_transpose_scores": ("dot_operand_transpose", {"atol": 0.5}),
+    # a flat mask compared against a stride (1): the element count passed in (direct and dispatched launch)
+    "mask_bound_numel": ("mask_bound_numel", {}),
+    "mask_bound_numel_dispatch": ("mask_bound_numel", {}),
 }
 
 

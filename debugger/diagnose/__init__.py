@@ -194,7 +194,11 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                                              launched=sorted(launched) if ev.observations else None)
     tags = _tags(diag, report, blocks) | {f"family:{f}" for f in families}
     prelim = ranking.rank(tags, diag.recipe_sites, [], top=len(bug_classes()))
-    if experiments and report.status in ("mismatch", "runtime_error"):
+    # Evidence that no experiment can overturn (a placeholder; no coverage recipe for an output that is
+    # mostly poison) makes the verdict now: a slow candidate must not spend minutes on guesses.
+    early = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, [])) \
+        if report.status in ("mismatch", "runtime_error") else None
+    if experiments and report.status in ("mismatch", "runtime_error") and early is None:
         diag.experiments = run_experiments(case, report, patches + guesses, [h["bug_class"] for h in prelim],
                                            device=device,
                                            budget=experiment_budget, timeout=timeout, seconds=experiment_seconds)

@@ -18,7 +18,7 @@ from debugger.symptoms import DEPENDENCE, ERROR_MAP, MAGNITUDE, PROBES
 WEIGHTS: dict[str, dict[str, float]] = {
     "mask_missing": {"tail_block_wrong": 2.5, "unmasked_load": 1.0, "unmasked_store": 1.0, "masked_lane_store": 2.0,
                      "out_of_bounds_load": 2.0, "nan_in_output": 0.5, "fails_other_shapes": 0.5, "sparse_wrong": 0.5,
-                     "memory_fault": 2.5},
+                     "memory_fault": 2.5, "prefix_written": 0.8},
     "grid_undercount": {"never_written": 1.5, "floor_div_grid": 3.0, "programs_missing": 1.5, "tail_block_wrong": 1.0,
                         "zero_programs": 1.5},
     "unwritten_output": {"never_written": 2.5, "programs_missing": 1.0, "periodic_errors": 0.5,
@@ -61,7 +61,7 @@ EXPERIMENT_BETTER = 2.0   # a patch of this class reduced the failures
 TEMPERATURE = 1.5
 SUPPORT_MIN = 0.8         # run-evidence weight that supports a class on its own
 # Tags observed in the run itself (not the source, not the reference's family).
-RUN_TAGS = set(ERROR_MAP) | set(MAGNITUDE) | set(DEPENDENCE) | set(PROBES)
+RUN_TAGS = set(ERROR_MAP) | set(MAGNITUDE) | set(DEPENDENCE) | set(PROBES) | {"dtype_mismatch"}
 
 
 def score_classes(tags: set[str], sites: list[dict], experiments: list[dict],

@@ -10,6 +10,7 @@ import logging
 from debugger.recipes.activations import ActivationConstant, GeluVariant, StableActivation
 from debugger.recipes.axes import BroadcastAxis, SwapReductionAxis
 from debugger.recipes.base import Patch, Recipe, RecipeLike
+from debugger.recipes.bounds import MaskBoundNumel
 from debugger.recipes.control import DropEarlyReturn
 from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
 from debugger.recipes.grid import BlockCoversRow, GridCdiv, SwapProgramIdAxis
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 _ALL: list[Recipe] = [
     # masks and fills
-    AddMask(), FixMaskBound(), KTailMask(), OtherIdentity(), MaskPaddedLanes(),
+    AddMask(), FixMaskBound(), KTailMask(), OtherIdentity(), MaskPaddedLanes(), MaskBoundNumel(),
     # grid, program ids, writes
     GridCdiv(), SwapProgramIdAxis(), BlockCoversRow(), DropEarlyReturn(), StoreOffsets(), AtomicAccumulate(),
     # reductions and normalisation
