@@ -1,0 +1,71 @@
+"""CUDA inside `load_inline`: the sources (sources.py), their tree-sitter model (unit.py), static facts
+(facts.py for kernel bodies, host_facts.py for launches and host code), behind the language interface.
+
+    from debugger.lang import get
+    cuda = get("cuda")
+    cuda.uses(src); cuda.kernels(src); cuda.launches(src); cuda.static_facts(src); cuda.bound_functions(src)
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from debugger.lang import Fact, Kernel, Launch
+from debugger.lang.cuda.facts import kernel_facts
+from debugger.lang.cuda.host_facts import combines, launch_facts
+from debugger.lang.cuda.sources import find_sources, python_code
+from debugger.lang.cuda.unit import Function, Unit, text
+
+
+@lru_cache(maxsize=32)
+def units(src: str) -> tuple[Unit, ...]:
+    """The parsed CUDA/C++ units of a candidate file."""
+    return tuple(Unit(s) for s in find_sources(src))
+
+
+def _kernel(all_units: tuple[Unit, ...], name: str) -> Function | None:
+    return next((f for u in all_units for f in u.kernels if f.name == name), None)
+
+
+class Cuda:
+    """The CUDA language: kernels compiled from the candidate's own load_inline sources."""
+
+    name = "cuda"
+
+    def uses(self, src: str) -> bool:
+        return ("load_inline" in src or "__global__" in src) and any(u.kernels or u.hosts for u in units(src))
+
+    def kernels(self, src: str) -> list[Kernel]:
+        return [Kernel(k.name, k.line, self.name) for u in units(src) for k in u.kernels]
+
+    def launches(self, src: str) -> list[Launch]:
+        return [Launch(ln.kernel, u.pyline(ln.node), text(ln.grid), text(ln.block), ln.host.name, self.name)
+                for u in units(src) for ln in u.launches]
+
+    def bound_functions(self, src: str) -> dict[str, str]:
+        """Exported name -> host function, from the loaders' functions=[...] and pybind11 m.def."""
+        out: dict[str, str] = {}
+        for u in units(src):
+            for name in u.source.functions:
+                if any(f.name == name for v in units(src) for f in v.hosts):
+                    out[name] = name
+            out.update(u.pybind_exports)
+        return out
+
+    def static_facts(self, src: str) -> list[Fact]:
+        all_units = units(src)
+        facts: list[Fact] = []
+        python = python_code(src)
+        for u in all_units:
+            for k in u.kernels:
+                facts += kernel_facts(k, lambda fn, ptr, _u=u: combines(_u, fn, ptr, python), python)
+            for ln in u.launches:
+                facts += launch_facts(u, ln, _kernel(all_units, ln.kernel))
+        seen, out = set(), []
+        for f in facts:
+            if (f.tag, f.line) not in seen:
+                seen.add((f.tag, f.line))
+                out.append(f)
+        return out
+
+
+LANGUAGE = Cuda()
