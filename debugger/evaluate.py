@@ -274,9 +274,18 @@ def _worst(statuses) -> str:
     return "pass"
 
 
+def _effective_status(check: CheckResult) -> str:
+    """A check's status for its verdict: a skip that is not 'does not apply' (a worker that died or
+    timed out before the check could run) leaves the verdict incomplete, never a silent pass."""
+    if check.status != "skipped" or check.not_applicable:
+        return check.status
+    return "timeout" if "timed out" in check.message.lower() or "timeout" in check.message.lower() \
+        else "runtime_error"
+
+
 def _verdict(checks: list[CheckResult]) -> dict:
     """One verdict over its checks: status, the failing and the skipped checks (with reasons)."""
-    return {"status": _worst([c.status for c in checks]), "checks": len(checks),
+    return {"status": _worst([_effective_status(c) for c in checks]), "checks": len(checks),
             "failed": [c.name for c in checks if not c.passed and c.status != "skipped"],
             "skipped": {c.name: c.message for c in checks if c.status == "skipped"}}
 
@@ -294,7 +303,7 @@ def _set_verdicts(report: EvalReport) -> None:
     if pipeline:
         report.verdicts["kernelbench"] = _verdict(pipeline)
     counted = [c for c in report.checks if report.counts(c)] or report.checks
-    report.status = _worst([c.status for c in counted]) if counted else "runtime_error"
+    report.status = _worst([_effective_status(c) for c in counted]) if counted else "runtime_error"
     report.verdict_note = _verdict_note(report)
 
 
@@ -434,7 +443,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         if _varies_inputs(spec) and not _reference_accepts(reference, spec, timeout):
             # Shapes or parameters the reference itself rejects (a channel count its groups do not
             # divide, say) test nothing: the candidate is not at fault for refusing them too.
-            check.status, check.passed = "skipped", False
+            check.status, check.passed, check.not_applicable = "skipped", False, True
             check.message = "reference does not accept these inputs either"
         return None
     try:
@@ -444,7 +453,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         return "invalid_reference" if spec.get("kind") == "seed" else "dead"
     if not ref_header.get("ok"):
         if spec.get("kind") in ("layout", "hidden", "params") or spec.get("shapes"):
-            check.status, check.passed = "skipped", False
+            check.status, check.passed, check.not_applicable = "skipped", False, True
             check.message = f"reference does not accept these inputs ({ref_header.get('error')})"
             return None
         check.status, check.message = "skipped", ref_header.get("error", "")
@@ -471,7 +480,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         if n == 1 and spec.get("kind") == "distribution" and cmp_header.get("reference_nonfinite"):
             # Outside the operator's domain (negated inputs of a log, x100 that overflows): the
             # reference itself yields NaN/Inf, so nothing here is held against the candidate.
-            check.status, check.passed = "skipped", False
+            check.status, check.passed, check.not_applicable = "skipped", False, True
             check.message = (f"not applicable: the reference itself yields {cmp_header['reference_nonfinite']} "
                              "NaN/Inf values on these inputs")
             return None

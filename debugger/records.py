@@ -39,6 +39,9 @@ class CheckResult:
     message: str = ""
     outputs: list[OutputStats] = field(default_factory=list)
     drift: float | None = None  # max |out1 - out2| between the two candidate runs
+    # skipped because the check does not apply (the reference rejects these inputs, or yields NaN/Inf
+    # on them); any other skip leaves the verdict incomplete, never a pass
+    not_applicable: bool = False
     inputs_mutated: bool = False
     seconds: float = 0.0
     spec: dict = field(default_factory=dict)

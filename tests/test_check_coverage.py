@@ -108,3 +108,21 @@ def test_inputs_outside_the_operators_domain_are_not_held_against_the_candidate(
     skipped = {c.name: c.message for c in report.checks if c.status == "skipped"}
     assert set(skipped) == {"negated", "all_negative"}
     assert all("reference itself yields" in m for m in skipped.values())
+
+
+def test_a_check_that_could_not_run_never_passes_silently():
+    from debugger.evaluate import _set_verdicts
+    from debugger.records import CheckResult, EvalReport
+
+    report = EvalReport(status="pass", checks=[
+        CheckResult(name="seed0", kind="seed", passed=True, status="pass"),
+        CheckResult(name="x3", kind="distribution", passed=False, status="skipped",
+                    message="reference failed: request timed out after 120 s"),
+        CheckResult(name="negated", kind="distribution", passed=False, status="skipped", not_applicable=True,
+                    message="not applicable: the reference itself yields 5 NaN/Inf values on these inputs")])
+    _set_verdicts(report)
+    assert report.status == "timeout" and report.verdicts["kernel"]["skipped"].keys() == {"x3", "negated"}
+    report.checks[1].not_applicable = True
+    report.status = "pass"
+    _set_verdicts(report)
+    assert report.status == "pass"
