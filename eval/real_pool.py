@@ -356,7 +356,8 @@ def _why(row: dict, semantics: str) -> str:
     ev = row.get("eval") or {}
     failed = (ev.get(semantics) or {}).get("failed") if isinstance(ev.get(semantics), dict) else None
     if semantics == "kernelbench" and ev.get("verdict_note"):
-        return ev["verdict_note"][:200]
+        note = ev["verdict_note"]
+        return note if len(note) <= 240 else note[:237].rsplit(" ", 1)[0] + " ..."
     if failed:
         return "fails " + ", ".join(failed) + (f" ({ev['message'][:120]})" if ev.get("message") else "")
     return (ev.get("message") or ev.get("error") or "")[:160]
