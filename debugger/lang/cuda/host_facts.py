@@ -48,7 +48,7 @@ def _leaves(nodes: list[Node], macros: dict[str, str]) -> set[str]:
     out = set()
     for root in nodes:
         for n in walk(root):
-            if n.type in ("identifier", "number_literal"):
+            if n.type in ("identifier", "number_literal", "type_identifier"):
                 out.add(text(n))
                 if text(n) in macros:
                     out.add(macros[text(n)])
@@ -179,7 +179,7 @@ def _buffer_facts(unit: Unit, launch: KernelLaunch, kernel: Function, line) -> l
 def combines(unit: Unit, kernel: Function, pointer: str, python_src: str) -> bool:
     """Whether the per-block partials `kernel` writes through `pointer` are combined somewhere: a later
     launch or a sum over the buffer in the host code, atomics, or a sum on the Python side."""
-    if re.search(r"\.sum\s*\(|torch\.sum\s*\(|\.mean\s*\(", python_src):
+    if re.search(r"\.\s*(sum|mean)\s*\(", python_src):  # (tokens are space-separated)
         return True
     index = next((i for i, p in enumerate(kernel.params) if p.name == pointer), None)
     for launch in unit.launches:

@@ -190,6 +190,11 @@ class Function:
             left = unparen(a.child_by_field_name("left"))
             if left.type == "identifier":
                 out.setdefault(text(left), []).append(a.child_by_field_name("right"))
+        for d in self.nodes("declaration"):  # `dim3 block(TILE, TILE);` parses as a function declaration
+            for child in d.children_by_field_name("declarator"):
+                if child.type == "function_declarator" and child.child_by_field_name("parameters") is not None:
+                    out.setdefault(text(child.child_by_field_name("declarator")), []).append(
+                        child.child_by_field_name("parameters"))
         return out
 
     def closure(self, names: set[str]) -> set[str]:
