@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from debugger import lang
 from debugger.case import Case
 from debugger.diagnose import errormap, ranking, rewrite, semantics, static
 from debugger.diagnose.experiments import run_experiments
@@ -180,7 +181,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     from debugger.backends.mutations import mutations
 
     guesses = mutations(case.candidate_src)
-    diag.static = static.static_facts(case.candidate_src)
+    diag.static = static.static_facts(case.candidate_src) + lang.static_facts(case.candidate_src)  # + CUDA's
     diag.recipe_sites = [{"recipe": p.recipe, "bug_class": p.bug_class, "lines": p.sites,
                           "description": p.description, "tag": static.RECIPE_TAGS.get(p.recipe)} for p in patches]
     families = static.reference_families(case.reference_src)

@@ -48,6 +48,17 @@ WEIGHTS: dict[str, dict[str, float]] = {
                        "constant_factor": 0.3, "tail_block_wrong": 0.3},
     "other": {},
 }
+# CUDA static facts (debugger/lang/cuda), weighed like their Triton counterparts.
+for _cls, _tag, _w in (
+        ("mask_missing", "cuda_unguarded_load", 1.0), ("mask_missing", "cuda_unguarded_store", 1.0),
+        ("grid_undercount", "cuda_floor_div_grid", 3.0), ("grid_undercount", "cuda_grid_capped", 2.5),
+        ("reduction_axis", "cuda_block_capped", 2.0), ("reduction_axis", "cuda_block_smaller_than_row", 2.5),
+        ("reduction_axis", "cuda_partials_not_combined", 2.5), ("write_race", "cuda_block_partials_race", 2.5),
+        ("write_race", "cuda_shared_no_sync", 2.0), ("unwritten_output", "cuda_index_divided_in_place", 3.0),
+        ("unwritten_output", "cuda_atomic_uninitialised_output", 2.0),
+        ("low_precision_accumulator", "cuda_half_accumulator", 3.0), ("index_overflow", "cuda_int32_index", 0.3),
+        ("train_eval_mode", "cuda_reads_running_stats", 2.5)):
+    WEIGHTS.setdefault(_cls, {})[_tag] = _w
 
 # How much a located recipe site of a class counts, by recipe (generic recipes count less).
 # (variance_biased, scan_inclusive, int64_offsets, contiguous_inputs and gelu_variant also propose on
