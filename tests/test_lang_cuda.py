@@ -594,3 +594,22 @@ def test_facts_are_dicts_with_a_python_line(tag):
     src = candidate(UNGUARDED)
     (f,) = [f for f in lang.static_facts(src) if f["tag"] == tag]
     assert f["language"] == "cuda" and f["kernel"] == "scale" and isinstance(f["line"], int)
+
+
+def test_running_statistics_handed_over_from_python():
+    tail = TAIL.replace("    def forward(self, x):\n        return ext.run(x)",
+                        "    def __init__(self):\n        super().__init__()\n        self.bn = nn.BatchNorm1d(8)\n\n"
+                        "    def forward(self, x):\n        return ext.run(x, self.bn.running_mean)")
+    src = candidate(GUARDED, tail)
+    assert fact(src, "cuda_reads_running_stats").line == line_of(src, "ext.run(x, self.bn.running_mean)")
+    branched = tail.replace("        return ext.run(x, self.bn.running_mean)",
+                            "        if self.training:\n            return x\n        return ext.run(x, self.bn.running_mean)")
+    assert "cuda_reads_running_stats" not in tags(candidate(GUARDED, branched))
+
+
+def test_blocks_along_another_axis_storing_to_one_element():
+    per_channel = ROW_MAX.replace("int row = blockIdx.x;", "int row = blockIdx.x * gridDim.y + blockIdx.y;").replace(
+        "if (tid == 0) y[row] = s[0];", "if (tid == 0) y[blockIdx.x] = s[0];")
+    src = candidate(per_channel)
+    assert fact(src, "cuda_block_partials_race").line == line_of(src, "y[blockIdx.x] = s[0]")
+    assert "cuda_block_partials_race" not in tags(candidate(ROW_MAX))

@@ -13,7 +13,8 @@ from debugger.lang import Fact, Kernel, Launch
 from debugger.lang.cuda.facts import kernel_facts
 from debugger.lang.cuda.host_facts import combines, launch_facts
 from debugger.lang.cuda.sources import find_sources, python_code
-from debugger.lang.cuda.unit import Function, Unit, text
+from debugger.lang.cuda.unit import Function, Unit
+from debugger.recipes.syntax import text
 
 
 @lru_cache(maxsize=32)
@@ -60,12 +61,35 @@ class Cuda:
                 facts += kernel_facts(k, lambda fn, ptr, _u=u: combines(_u, fn, ptr, python), python)
             for ln in u.launches:
                 facts += launch_facts(u, ln, _kernel(all_units, ln.kernel))
+        if not any(f.tag == "cuda_reads_running_stats" for f in facts):
+            facts += _running_stats_from_python(src, python)
         seen, out = set(), []
         for f in facts:
             if (f.tag, f.line) not in seen:
                 seen.add((f.tag, f.line))
                 out.append(f)
         return out
+
+
+def _running_stats_from_python(src: str, python: str) -> list[Fact]:
+    """forward hands a BatchNorm's running_mean/running_var to a call (the extension) with no
+    `self.training` branch anywhere: the kernel normalises with eval-mode statistics."""
+    import re
+
+    from debugger.lang.cuda.sources import PythonFile
+    from debugger.recipes.syntax import enclosing, walk as pywalk
+
+    if re.search(r"\btraining\b", python):
+        return []
+    for n in pywalk(PythonFile(src).root):
+        if n.type == "attribute" and text(n.child_by_field_name("attribute")) in ("running_mean", "running_var") \
+                and n.parent is not None and n.parent.type == "argument_list":
+            fn = enclosing(n, "function_definition")
+            if fn is not None and text(fn.child_by_field_name("name")) == "forward":
+                return [Fact("cuda_reads_running_stats", f"forward hands {text(n)} to the extension with no "
+                                                         f"self.training branch: eval-mode statistics in a train-mode "
+                                                         f"run", n.start_point[0] + 1, "cuda")]
+    return []
 
 
 LANGUAGE = Cuda()

@@ -239,7 +239,12 @@ def block_partials(fn: Function, acc: list[Access], combined) -> list[Fact]:
         if not a.store or a.shared or a.atomic or a.base in atomic_targets or not _thread_zero(fn, a.node):
             continue
         deps = fn.closure(a.index_names(fn))
-        if split and BLOCK not in deps:
+        lost = set().union(*[_block_axes(fn, x) for x in loads]) - _block_axes(fn, a) if loads else set()
+        if lost and not split:  # blocks along another axis (channels of one batch row) share the element
+            out.append(_fact("cuda_block_partials_race", fn, a.node,
+                             f"blocks along {', '.join(sorted(lost))} reduce different parts but thread 0 of each "
+                             f"stores to the same {text(a.node)} in {fn.name} without an atomic: the last one wins"))
+        elif split and BLOCK not in deps:
             out.append(_fact("cuda_block_partials_race", fn, a.node,
                              f"every block's thread 0 stores its partial to {text(a.node)} in {fn.name} without an "
                              f"atomic: blocks overwrite each other and the last one wins"))
@@ -255,6 +260,13 @@ def block_partials(fn: Function, acc: list[Access], combined) -> list[Fact]:
         if out:
             break
     return out
+
+
+def _block_axes(fn: Function, a: Access) -> set[str]:
+    """The blockIdx axes (blockIdx.x, .y, .z) an access's index depends on."""
+    names = fn.closure(a.index_names(fn))
+    texts = [text(a.index)] + [text(v) for n in names for v in fn.defs.get(n, [])]
+    return {m for t in texts for m in re.findall(r"blockIdx\s*\.\s*[xyz]", t.replace(" ", ""))}
 
 
 def _loops_over_thread(fn: Function, loads: list[Access]) -> bool:
