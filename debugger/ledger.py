@@ -31,7 +31,16 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
                           if_not_exists=True)
 
 
-MIGRATIONS = [("m001_initial", _m001_initial)]
+def _m002_tool_calls(db: sqlite_utils.Database) -> None:
+    # the openai backend's tool loop: one row per model call (kind model, with its tokens), per tool
+    # call (kind tool), and per fallback or stop
+    db["tool_calls"].create({"run_id": str, "seq": int, "iteration": int, "kind": str, "tool": str,
+                             "arguments": str, "ok": int, "result_chars": int, "prompt_tokens": int,
+                             "completion_tokens": int, "seconds": float, "detail": str, "at": float},
+                            pk=("run_id", "seq"), if_not_exists=True)
+
+
+MIGRATIONS = [("m001_initial", _m001_initial), ("m002_tool_calls", _m002_tool_calls)]
 
 
 class Ledger:
@@ -70,6 +79,18 @@ class Ledger:
     def outcome(self, run_id: str, recipe: str, features: list[str], result: str) -> None:
         self.db["outcomes"].insert({"run_id": run_id, "recipe": recipe, "features": json.dumps(sorted(features)),
                                     "result": result, "at": time.time()})
+
+    def tool_call(self, run_id: str, record: dict) -> None:
+        """One row of the tool loop (see _m002_tool_calls); `arguments` and `detail` are cut to 4000 chars."""
+        seq = self.db.execute("select count(*) from tool_calls where run_id = ?", [run_id]).fetchone()[0]
+        row = {"run_id": run_id, "seq": seq, "at": time.time(), "prompt_tokens": 0, "completion_tokens": 0, **record}
+        for key in ("arguments", "detail"):
+            if row.get(key) is not None:
+                row[key] = str(row[key])[:4000]
+        self.db["tool_calls"].insert(row, alter=True)
+
+    def tool_calls(self, run_id: str) -> list[dict]:
+        return list(self.db.query("select * from tool_calls where run_id = ? order by seq", [run_id]))
 
     def outcomes(self) -> list[dict]:
         return [dict(r, features=json.loads(r["features"])) for r in self.db["outcomes"].rows]

@@ -85,6 +85,8 @@ class Settings:
     max_iters: int = 12
     token_budget: int = 200_000
     wall_budget: float = 600.0
+    tools: bool = True  # the openai backend calls tools (False: one-shot edits, as for an endpoint without tools)
+    max_tool_calls: int = 40  # per repair run
     extra: dict = field(default_factory=dict)
 
 
@@ -116,4 +118,11 @@ def resolve(**flags) -> Settings:
     v = flags.get("wall_budget") or env.get("KDEBUG_WALL_BUDGET") or cfg.get("wall_budget")
     if v is not None:
         s.wall_budget = float(v)
+    v = flags.get("max_tool_calls") or env.get("KDEBUG_MAX_TOOL_CALLS") or cfg.get("max_tool_calls")
+    if v is not None:
+        s.max_tool_calls = int(v)
+    v = flags.get("tools")
+    v = v if v is not None else env.get("KDEBUG_TOOLS", cfg.get("tools"))
+    if v is not None:
+        s.tools = v if isinstance(v, bool) else str(v).strip().lower() not in ("0", "false", "off", "no")
     return s
