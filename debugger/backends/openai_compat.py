@@ -1,7 +1,9 @@
 """The openai backend: any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp servers).
 
 The prompt carries the diagnosis, the probe results, the retrieved patterns and the closest reference
-kernel, and the current kernel; not the history. The model answers with search/replace edits.
+kernel, and the current kernel (Triton, or CUDA inside load_inline strings); not the history. The
+model answers with search/replace edits. This is the one-shot path; debugger/backends/openai_tools.py
+puts a tool-calling loop over it and falls back to it where an endpoint takes no tools.
 Transient errors are retried with backoff; authentication and unknown-model errors stop with one
 clear line.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from debugger.backends import kernel_lang
 from debugger.backends.base import BackendError, Proposal
 from debugger.backends.edits import parse_edits
 
@@ -19,6 +22,20 @@ the precision. Answer only with one or more edit blocks of this exact form:
 
 <<<<<<< SEARCH
 exact lines copied from the current kernel
+=======
+the replacement lines
+>>>>>>> REPLACE
+"""
+
+SYSTEM_CUDA = """You repair GPU kernels written in CUDA C++, compiled with torch.utils.cpp_extension.load_inline \
+from string literals in the Python file below. The kernel compiles and runs but computes wrong values. Fix the \
+root cause with the smallest change, editing the CUDA code inside its string. Keep the computation in your own \
+__global__ kernels and the extension's binding as it is: never call PyTorch or ATen to compute the operator, \
+never special-case shapes or inputs, never read the reference, never lower the precision. Answer only with one \
+or more edit blocks of this exact form:
+
+<<<<<<< SEARCH
+exact lines copied from the current file
 =======
 the replacement lines
 >>>>>>> REPLACE
@@ -46,7 +63,18 @@ def build_prompt(candidate_src: str, reference_src: str, diagnosis: dict, retrie
     if feedback:
         parts += ["## Your previous attempt", feedback]
     parts.append("Answer with SEARCH/REPLACE blocks only.")
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(parts)}]
+    system = SYSTEM_CUDA if kernel_lang.language(candidate_src) == "cuda" else SYSTEM
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
+
+
+class ToolsUnsupported(BackendError):
+    """The endpoint refused the request's `tools` (no tool-calling support configured)."""
+
+
+def usage_of(resp) -> tuple[int, int]:
+    """(prompt tokens, completion tokens) of a response; 0 where the server reports none."""
+    usage = getattr(resp, "usage", None)
+    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
 
 
 class OpenAIBackend:
@@ -66,27 +94,37 @@ class OpenAIBackend:
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout,
                                     max_retries=0)
 
-    def complete(self, messages: list[dict], temperature: float = 0.0) -> tuple[str, int, int]:
-        """(text, prompt tokens, completion tokens), with retries on transient errors."""
+    def create(self, messages: list[dict], temperature: float = 0.0, tools: list[dict] | None = None):
+        """One chat completion (the SDK's response), with retries on transient errors. With `tools`, an
+        endpoint that refuses them raises ToolsUnsupported (the caller falls back to plain edits)."""
+        extra = {"tools": tools, "tool_choice": "auto"} if tools else {}
         last = None
         for attempt in range(self.retries + 1):
             try:
-                resp = self.client.chat.completions.create(model=self.model, messages=messages,
-                                                           temperature=temperature)
+                return self.client.chat.completions.create(model=self.model, messages=messages,
+                                                           temperature=temperature, **extra)
             except Exception as e:  # noqa: BLE001 - classified below
                 kind = type(e).__name__
                 if kind in FATAL:
                     raise BackendError(f"openai backend: {FATAL[kind]} ({e.__class__.__name__})") from None
-                if kind in RETRYABLE or getattr(e, "status_code", 0) in (429, 500, 502, 503, 504):
+                status = getattr(e, "status_code", 0)
+                # vLLM without --enable-auto-tool-choice (400), llama.cpp without --jinja (500), Ollama
+                # models without a tool template (400): each names tools in its message.
+                if tools and status in (400, 422, 500, 501) and "tool" in str(e).lower():
+                    raise ToolsUnsupported(f"the endpoint does not take tools ({status}: {str(e)[:200]})") from None
+                if kind in RETRYABLE or status in (429, 500, 502, 503, 504):
                     last = e
                     time.sleep(self.backoff * (2 ** attempt))
                     continue
                 raise BackendError(f"openai backend: {kind}: {str(e)[:200]}") from None
-            text = resp.choices[0].message.content or ""
-            usage = resp.usage
-            return text, int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
         raise BackendError(f"openai backend: endpoint unavailable after {self.retries + 1} attempts "
                            f"({type(last).__name__})")
+
+    def complete(self, messages: list[dict], temperature: float = 0.0) -> tuple[str, int, int]:
+        """(text, prompt tokens, completion tokens), with retries on transient errors."""
+        resp = self.create(messages, temperature)
+        text = resp.choices[0].message.content or ""
+        return (text, *usage_of(resp))
 
     def propose(self, candidate_src: str, diagnosis: dict, retrieved: dict, context: dict) -> list[Proposal]:
         messages = build_prompt(candidate_src, context["reference_src"], diagnosis, retrieved, context.get("feedback"))
