@@ -16,6 +16,9 @@ def register(sub, case_args) -> None:
     p.add_argument("--max-iters", type=int, help="iteration budget (default 12)")
     p.add_argument("--token-budget", type=int, help="token budget for model calls (default 200000)")
     p.add_argument("--wall-budget", type=float, help="wall-clock budget in seconds (default 600)")
+    p.add_argument("--no-tools", action="store_true", help="openai backend: one-shot edits, no tool calls "
+                   "(or KDEBUG_TOOLS=0; an endpoint without tool support falls back to this by itself)")
+    p.add_argument("--max-tool-calls", type=int, help="openai backend: tool calls per run (default 40)")
     p.add_argument("--kb-wall-budget", type=float, help="seconds the recipe search may take before it stops "
                    "(or hands over to the model; default 300, at most --wall-budget)")
     p.add_argument("--strict-precision", action="store_true", help="also reject tf32 in tl.dot")
@@ -45,7 +48,8 @@ def run(args) -> int:
 
     case, _ = _load(args)
     settings = resolve(device=args.device, timeout=args.timeout, backend=args.backend, model=args.model,
-                       max_iters=args.max_iters, token_budget=args.token_budget, wall_budget=args.wall_budget)
+                       max_iters=args.max_iters, token_budget=args.token_budget, wall_budget=args.wall_budget,
+                       tools=False if args.no_tools else None, max_tool_calls=args.max_tool_calls)
     log(f"repairing {case.name} on {settings.device} with backend {settings.backend} ...")
     result = repair(case, settings=settings, output=args.output, progress=log, resume=args.resume,
                     strict_precision=args.strict_precision, retrieval=not args.no_retrieval,

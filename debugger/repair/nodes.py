@@ -106,7 +106,12 @@ def propose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     tokens = dict(state.get("tokens") or {"prompt": 0, "completion": 0})
     phase = state.get("phase", "kb")
     backend_context = {"reference_src": state["reference_src"], "feedback": state.get("feedback"),
-                       "atol": state.get("atol"), "device": ctx.device}
+                       "atol": state.get("atol"), "device": ctx.device,
+                       # for the model's tools (debugger/backends/tools.py) and its budgets
+                       "rtol": state.get("rtol"), "case_name": state["case_name"],
+                       "best_report": state.get("best_report"), "tokens": tokens,
+                       "started_at": state.get("started_at"), "iteration": state.get("iteration", 0),
+                       "last": (state.get("history") or [None])[-1], "run": ctx}
 
     def fresh(items):
         return [p for p in items if not p.get("new_src") or source_hash(p["new_src"]) not in tried]
@@ -141,6 +146,11 @@ def propose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
             tokens["prompt"] += p.prompt_tokens
             tokens["completion"] += p.completion_tokens
         queue = [p.to_dict() for p in proposals]
+        stopped = getattr(ctx.model_backend, "stopped", None)
+        if stopped and not queue:  # the tool loop ended without a proposal: its reason is the stop
+            tokens["prompt"] += stopped["prompt_tokens"]
+            tokens["completion"] += stopped["completion_tokens"]
+            stop_kb = stopped["reason"]
     if not queue:
         return {"proposal": None, "queue": [], "stop": stop_kb or "exhausted", "phase": phase, "tokens": tokens}
     proposal, rest = queue[0], queue[1:]

@@ -69,9 +69,10 @@ def build_context(settings: Settings, *, backend: str, run_id: str, ledger, know
     if backend in ("kb", "auto"):
         kb_backend = KBBackend(RecipeRanker(ledger.outcomes() if ledger else []), knowledge)
     if backend == "openai" or (backend == "auto" and settings.base_url):
-        from debugger.backends.openai_compat import OpenAIBackend
+        from debugger.backends.openai_tools import OpenAIToolBackend
 
-        model_backend = OpenAIBackend(base_url=settings.base_url, api_key=settings.api_key, model=settings.model)
+        model_backend = OpenAIToolBackend(base_url=settings.base_url, api_key=settings.api_key, model=settings.model,
+                                          tools=settings.tools, max_tool_calls=settings.max_tool_calls)
     kb_budget = options.get("kb_wall_budget") or Limits.kb_wall_budget
     limits = Limits(max_iters=settings.max_iters, token_budget=settings.token_budget,
                     wall_budget=settings.wall_budget, kb_wall_budget=min(kb_budget, settings.wall_budget))
