@@ -33,7 +33,7 @@ def class_table(summary: dict) -> str:
     cols += ["integrity rej.", "compile", "correct"]
     if not regen:
         cols.append("diagnosis acc.")
-    cols += ["tokens/success", "median s", "p90 s"]
+    cols += ["tokens/success"] + ([] if regen else ["tool calls/success"]) + ["median s", "p90 s"]
     perf = _has_timing(summary)
     if perf:
         cols += ["speedup vs ref", "vs fixed", "roofline"]
@@ -45,8 +45,10 @@ def class_table(summary: dict) -> str:
         cells += [str(g.get("integrity_rejections", 0)), _pct(g.get("compile_rate")), _pct(g.get("correct_rate"))]
         if not regen:
             cells.append(_pct(g.get("diagnosis_accuracy")))
-        cells += [_fmt(g.get("tokens_per_success"), ".0f"), _fmt(g.get("median_seconds"), ".1f"),
-                  _fmt(g.get("p90_seconds"), ".1f")]
+        cells.append(_fmt(g.get("tokens_per_success"), ".0f"))
+        if not regen:
+            cells.append(_fmt(g.get("tool_calls_per_success"), ".1f"))
+        cells += [_fmt(g.get("median_seconds"), ".1f"), _fmt(g.get("p90_seconds"), ".1f")]
         if perf:
             cells += [_fmt(g.get("speedup_vs_reference"), ".2f"), _fmt(g.get("speedup_vs_fixed"), ".2f"),
                       _pct(g.get("roofline_fraction"))]
@@ -107,6 +109,9 @@ def headline(summary: dict) -> str:
     text = (f"{s['repaired']}/{s['cases']} cases {'solved' if s['mode'] == 'regenerate' else 'repaired and verified'} "
             f"(pass@1 {_pct(s['pass_at_1'])}), {s['integrity_rejections']} integrity rejection(s), "
             f"median {_fmt(s.get('median_seconds'), '.1f')} s per case ({what}).")
+    if s.get("tokens"):
+        text += f" Per success: {_fmt(s.get('tokens_per_success'), '.0f')} tokens"
+        text += "." if s["mode"] == "regenerate" else f", {_fmt(s.get('tool_calls_per_success'), '.1f')} tool calls."
     across = s.get("write_back_across_run")
     if across:
         text += (f" Write-back across the run: {across['learned_patterns']} pattern(s) learned, "

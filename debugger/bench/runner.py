@@ -108,10 +108,14 @@ class Run:
 
         opts, rec = self.opts, _base_record(folder, case, scaled)
         progress = (lambda m: _say(opts, f"    {m}")) if opts.verbose else None
+        ledger = self.ws.ledger()
         result = repair(case, settings=self.settings, backend=opts.backend, write_files=False, progress=progress,
-                        ledger=self.ws.ledger(), retrieval=opts.retrieval, instrumentation=opts.instrumentation,
+                        ledger=ledger, retrieval=opts.retrieval, instrumentation=opts.instrumentation,
                         integrity=opts.integrity, write_back=opts.write_back)
         fixing = _fixing_entry(result.history)
+        calls = ledger.tool_calls(result.run_id)  # the openai backend's tool loop (none for kb)
+        rec["tool_calls"] = sum(1 for c in calls if c["kind"] == "tool")
+        rec["model_calls"] = sum(1 for c in calls if c["kind"] == "model")
         rec.update(loop_status=result.status, guard=result.guard, iterations=result.iterations,
                    prompt_tokens=int(result.tokens.get("prompt", 0)),
                    completion_tokens=int(result.tokens.get("completion", 0)), seconds=round(result.seconds, 2),

@@ -72,6 +72,8 @@ def group_scores(records: list[dict], mode: str = "debug", k: int = 1) -> dict:
     else:
         out["pass_at_1"] = _round(_ratio(out["repaired"], n) or 0.0)
         out["tokens_per_success"] = _round(_ratio(tokens, out["repaired"]), 1)
+        out["tool_calls"] = sum(r.get("tool_calls", 0) for r in records)
+        out["tool_calls_per_success"] = _round(_ratio(out["tool_calls"], out["repaired"]), 1)
         labelled = [r for r in records if r.get("true_class")]
         right = sum(1 for r in labelled if r.get("diagnosed_class") == r["true_class"])
         out["diagnosis_accuracy"] = _round(_ratio(right, len(labelled)))
