@@ -126,3 +126,25 @@ def test_a_check_that_could_not_run_never_passes_silently():
     report.status = "pass"
     _set_verdicts(report)
     assert report.status == "pass"
+
+
+def test_a_repair_whose_gate_checks_could_not_run_is_unverified_not_repaired(tmp_path, monkeypatch):
+    """The reference hangs on the gate's larger hidden shape: the repair passes every check it saw, but
+    its acceptance would rest on checks that never ran."""
+    from pathlib import Path
+
+    from debugger.repair import repair
+    from debugger.settings import resolve
+
+    monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
+    data = Path(__file__).parent / "data" / "kernels"
+    reference = (data / "add_reference.py").read_text().replace(
+        "        return a + b", "        if a.shape[0] > 1000:\n            time.sleep(60)\n        return a + b"
+    ).replace("import torch\n", "import time\nimport torch\n", 1)
+    floor_grid = (data / "add_kernel.py").read_text().replace("triton.cdiv(n, 256)", "n // 256")
+    case = case_from_sources(reference, floor_grid, name="add_floor_grid")
+    result = repair(case, settings=resolve(device="cpu", timeout=8, backend="kb"), write_files=False,
+                    write_back=False)
+    assert result.status == "unverified", result.message
+    assert "hidden_shape0" in result.message and result.repaired_src is not None
+    assert "triton.cdiv" in result.repaired_src or "+ 255" in result.repaired_src

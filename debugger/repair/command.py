@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from debugger.output import log, print_json
 
-REPAIR_EXIT = {"repaired": 0, "unrepaired": 1, "rejected": 3, "invalid_input": 2}
+REPAIR_EXIT = {"repaired": 0, "unrepaired": 1, "unverified": 1, "rejected": 3, "invalid_input": 2}
 
 
 def register(sub, case_args) -> None:

@@ -138,7 +138,7 @@ def repair(case: Case, *, settings: Settings | None = None, backend: str | None 
 
 def _result(case: Case, final: dict, ctx: RunContext, ledger, out_path: Path | None, run_id: str, t0: float) -> RepairResult:
     status = final.get("status", "unrepaired")
-    repaired = final.get("candidate_src") if status == "repaired" else None
+    repaired = final.get("candidate_src") if status in ("repaired", "unverified") else None
     diag = final.get("diagnosis") or {}
     history = final.get("history") or []
     fixed_by = next((h for h in reversed(history) if h.get("outcome") == "fixed"), None)
@@ -160,6 +160,8 @@ def _result(case: Case, final: dict, ctx: RunContext, ledger, out_path: Path | N
         report_path = str(write_report(out_path.with_suffix(".md"), case, final, diff, ctx))
     msg = {"repaired": f"repaired in {final.get('iteration', 0)} iteration(s)",
            "rejected": "only repairs the integrity gate rejected were found",
+           "unverified": "a repair passed, but some of the gate's checks could not run: "
+                         + ", ".join(f"{k} ({v[:60]})" for k, v in (final.get("unverified") or {}).items()),
            "invalid_input": (final.get("best_report") or {}).get("message", "unusable input")}.get(
         status, f"not repaired (guard: {final.get('stop')})")
     result = RepairResult(status=status, output=written, iterations=final.get("iteration", 0),

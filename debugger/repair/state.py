@@ -35,11 +35,12 @@ class RepairState(TypedDict, total=False):
     started_at: float
     history: list[dict]
     stop: str | None
-    status: str
+    status: str  # running | repaired | unverified | unrepaired | rejected | invalid_input
     needs_diagnosis: bool
     feedback: str | None
     kb_asked_for: str | None
     distilled: dict | None
+    unverified: dict | None  # gate checks that could not run (name -> why): the repair is not called repaired
 
 
 @dataclass
