@@ -23,6 +23,7 @@ EXPERIMENT_BETTER = 5.0
 RETRIEVED_WEIGHT = 3.0
 SITE_MATCH = 1.0
 LOCALISED = 1.5  # edits inside the kernel that departs first (multi-kernel candidates)
+FALLBACK = 3  # proposals tried when the run backs no class (then the repair stops: no_applicable_recipe)
 SIBLING = 0.5  # less for each better-ranked patch of the same recipe: try other recipes before a fifth sibling
 
 
@@ -105,6 +106,8 @@ class KBBackend:
         proposals.sort(key=lambda p: -p.score)
         kept = [p for p in proposals if _applies(p, hyps, exp)]
         self.dropped = len(proposals) - len(kept)
+        if not kept:  # no class the run backs: a few of the best-ranked guesses, then stop
+            kept = _spread_siblings(proposals)[:FALLBACK]
         return _spread_siblings(kept)
 
 

@@ -41,7 +41,9 @@ def run_experiments(case: Case, report, patches: list, order: list[str], *, devi
         seen.add(patch.new_src)
         rep = evaluate(case.with_candidate(patch.new_src), device, checks=specs, timeout=timeout)
         failed = len(rep.failed_checks)
-        result = "fixed" if rep.status == "pass" else "better" if (rep.status == "mismatch" and failed < baseline) \
+        # fewer failing checks is better, also when one of those left raises (a second fault)
+        result = "fixed" if rep.status == "pass" else \
+            "better" if (rep.status in ("mismatch", "runtime_error") and failed < baseline) \
             else "no_change" if failed == baseline and rep.status == report.status else "worse"
         results.append({"recipe": patch.recipe, "bug_class": patch.bug_class, "description": patch.description,
                         "lines": patch.sites, "result": result, "status": rep.status,

@@ -4,8 +4,9 @@ Evidence comes as tags (error map, dependence, probes, static facts), as recipe 
 shape of some class), as operator families of the reference (a scan bug needs a scan), and as
 experiments (a recipe's patch that makes the failing checks pass). Scores become confidences
 through a softmax; the weights are written down here, where a person can read and tune them. A class
-is `supported` when the run itself backs it (run tags, an experiment, a finding); the ranking follows
-that evidence: no unsupported class leads a supported one.
+is `supported` when the run itself backs it (run tags, an experiment, a finding) or the source
+contradicts itself where one of its recipes looks; the ranking follows that evidence: no
+unsupported class leads a supported one.
 """
 from __future__ import annotations
 
@@ -71,6 +72,10 @@ EXPERIMENT_FIXED = 8.0    # a patch of this class made every failing check pass
 EXPERIMENT_BETTER = 2.0   # a patch of this class reduced the failures
 TEMPERATURE = 1.5
 SUPPORT_MIN = 0.8         # run-evidence weight that supports a class on its own
+# Recipes that locate a site only where the source contradicts itself (a stride stepping the axis the
+# host names otherwise, a dot operand whose K sits on the wrong axis, a mask bounded by a stride):
+# such a site is evidence of its own, not the shape of a usual bug.
+CONTRADICTION_SITES = {"swap_strides", "dot_operand_transpose", "mask_bound_numel"}
 # Tags observed in the run itself (not the source, not the reference's family).
 RUN_TAGS = set(ERROR_MAP) | set(MAGNITUDE) | set(DEPENDENCE) | set(PROBES) | {"dtype_mismatch"}
 
@@ -124,13 +129,15 @@ def run_support(cls: str, tags: set[str]) -> float:
     return sum(w for t, w in WEIGHTS.get(cls, {}).items() if t in tags and t in RUN_TAGS)
 
 
-def _follow_the_evidence(scored: dict, tags: set[str], experiments: list[dict], findings) -> None:
+def _follow_the_evidence(scored: dict, tags: set[str], experiments: list[dict], findings,
+                         sites: list[dict] = ()) -> None:
     """Mark each class supported when the run backs it (tags of the run weighing SUPPORT_MIN, an
     experiment that fixed or reduced the failures, a finding of its own), and keep every
     unsupported class below the best supported one: a class resting only on the prior, the
     operator's family or the source's shape must not lead."""
     tried = {e["bug_class"] for e in experiments if e.get("result") in ("fixed", "better")}
     found = {f["bug_class"] for f in findings or []}
+    found |= {site["bug_class"] for site in sites if site.get("recipe") in CONTRADICTION_SITES}
     for cls, v in scored.items():
         v["supported"] = cls in tried or cls in found or run_support(cls, tags) >= SUPPORT_MIN
     best = max((v["score"] for v in scored.values() if v["supported"]), default=None)
@@ -148,7 +155,7 @@ def rank(tags: set[str], sites: list[dict], experiments: list[dict], top: int = 
     if all(v["score"] == 0 for v in scored.values()):
         scored["other"]["score"] = 1.0
         scored["other"]["evidence"].append("no evidence matches a known class")
-    _follow_the_evidence(scored, tags, experiments, findings)
+    _follow_the_evidence(scored, tags, experiments, findings, sites)
     items = sorted(scored.items(), key=lambda kv: (-kv[1]["supported"], -kv[1]["score"]))
     zs = [math.exp(v["score"] / TEMPERATURE) for _, v in items]
     total = sum(zs)

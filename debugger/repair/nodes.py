@@ -119,7 +119,8 @@ def propose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
 
     queue = fresh(queue)
     rewrite = (state.get("diagnosis") or {}).get("needs_rewrite")
-    kb_over = phase == "kb" and time.time() - state.get("started_at", time.time()) >= ctx.limits.kb_wall_budget
+    # the kb's budget counts its search (from its first proposal), not the first evaluation and diagnosis
+    kb_over = phase == "kb" and time.time() - (state.get("kb_started_at") or time.time()) >= ctx.limits.kb_wall_budget
     stop_kb = None
     if phase == "kb" and (rewrite or kb_over):
         # No recipe can write an operator the code never computes; a kb search past its budget stops.
@@ -131,9 +132,10 @@ def propose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
         proposals = ctx.kb_backend.propose(state["best_src"], state.get("diagnosis") or {},
                                            state.get("retrieved") or {}, backend_context)
         queue = fresh([p.to_dict() for p in proposals])
-        if not queue and getattr(ctx.kb_backend, "dropped", 0):
-            stop_kb = "no_applicable_recipe"
-            ctx.say(f"  no recipe applies to the evidence ({ctx.kb_backend.dropped} proposals without support)")
+    if not queue and phase == "kb" and stop_kb is None and getattr(ctx.kb_backend, "dropped", 0):
+        # what is left of the kb's proposals the run's evidence does not back
+        stop_kb = "no_applicable_recipe"
+        ctx.say(f"  no recipe applies to the evidence ({ctx.kb_backend.dropped} proposals without support)")
     if not queue and ctx.model_backend is not None:
         phase = "openai"
         try:
@@ -156,7 +158,8 @@ def propose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
         return {"proposal": None, "queue": [], "stop": stop_kb or "exhausted", "phase": phase, "tokens": tokens}
     proposal, rest = queue[0], queue[1:]
     return {"proposal": proposal, "queue": rest, "phase": phase, "tokens": tokens,
-            "kb_asked_for": state["best_src"] if phase == "kb" else state.get("kb_asked_for")}
+            "kb_asked_for": state["best_src"] if phase == "kb" else state.get("kb_asked_for"),
+            "kb_started_at": state.get("kb_started_at") or time.time()}
 
 
 def touches_harness(original: str, new: str) -> str | None:
@@ -206,7 +209,9 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     failing = [c["spec"] for c in best.get("checks", []) if not c["passed"] and c["status"] != "skipped" and c.get("spec")]
     case = case_of(state, src)
     if failing and not _experiment_fixed(state, src):
-        screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=True,
+        # a few failing checks are screened in full: one that no patch can pass (a precision limit) must
+        # not hide the progress on the others
+        screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=len(failing) > 4,
                                 semantics=ctx.evaluation_semantics).report
         if not screen.passed and not any(c.passed for c in screen.checks):
             # Judge progress on the same footing as the best version: the checks it failed. A screen
@@ -255,7 +260,8 @@ def guard(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     update: dict = {"iteration": n}
     best_score = state.get("best_score", float("inf"))
     outcome = "skipped" if v.get("skipped") else "fixed" if v.get("passed") else \
-        "better" if (v.get("score") is not None and not v.get("screen") and v["score"] < best_score) else \
+        "better" if (v.get("score") is not None and not v.get("screen") and
+                     (v["score"] < best_score or v["score"] == best_score and _fewer_failing(state, v))) else \
         "better_on_failing" if (v.get("score") is not None and v.get("screen") and v["score"] < _failing_score(state)) \
         else "no_change" if v.get("score") == best_score else "worse"
     sigs = list(state.get("signatures") or [])
@@ -295,6 +301,14 @@ def guard(state: RepairState, runtime: Runtime[RunContext]) -> dict:
         return update
     update["stop"] = _guard_fired(state, ctx, n, sigs, no_progress, update)
     return update
+
+
+def _fewer_failing(state: RepairState, v: dict) -> bool:
+    """The full report fails fewer checks than the best version's (a runtime error left on one check
+    scores like one on all of them)."""
+    def failed(report):
+        return sum(1 for c in (report or {}).get("checks", []) if not c["passed"] and c["status"] != "skipped")
+    return failed(v.get("report")) < failed(state.get("best_report"))
 
 
 def _failing_score(state: RepairState) -> float:

@@ -39,6 +39,7 @@ class RepairState(TypedDict, total=False):
     needs_diagnosis: bool
     feedback: str | None
     kb_asked_for: str | None
+    kb_started_at: float | None
     distilled: dict | None
     unverified: dict | None  # gate checks that could not run (name -> why): the repair is not called repaired
 
