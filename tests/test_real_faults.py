@@ -267,3 +267,101 @@ def test_the_recipe_search_stops_at_its_wall_budget(tmp_path):
                     write_back=False, retrieval=False, kb_wall_budget=0.001)
     assert result.status == "unrepaired" and result.guard == "wall_clock_budget", (result.guard, result.history)
     assert result.iterations == 1
+
+
+VIEW_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        return x * y + 1.0
+
+
+def get_inputs():
+    return [torch.randn(24, 40), torch.randn(24, 40)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+VIEW_FLAT = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fma_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * tl.load(y_ptr + offs, mask=m) + 1.0, mask=m)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        xf, yf = x.view(-1), y.view(-1)
+        out = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+        n = xf.numel()
+        fma_kernel[(triton.cdiv(n, 256),)](xf, yf, out.view(-1), n, BLOCK=256)
+        return out
+'''
+
+VIEW_ROWS = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_fma_kernel(x_ptr, y_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    base = row * n_cols + cols
+    tl.store(out_ptr + base, tl.load(x_ptr + base, mask=m) * tl.load(y_ptr + base, mask=m) + 1.0, mask=m)
+
+
+def row_fma(x, y):
+    cols = x.shape[-1]
+    rows = x.numel() // cols
+    x2 = x.view(-1, cols)
+    y2 = y.view(-1, cols)
+    out = torch.empty((rows, cols), device=x.device, dtype=x.dtype)
+    row_fma_kernel[(rows,)](x2, y2, out, cols, BLOCK=64)
+    return out.view(x.shape)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        return row_fma(x, y)
+'''
+
+
+VIEW_REF3 = VIEW_REF.replace("torch.randn(24, 40), torch.randn(24, 40)", "torch.randn(4, 6, 40), torch.randn(4, 6, 40)")
+
+
+def test_contiguous_view_when_the_run_raised_on_a_view():
+    """Host code flattening with .view() raises on the transposed check; with that error as the run's
+    hint (only then) .contiguous().view() passes everything. Two kernels of our own."""
+    for src, ref in ((VIEW_FLAT, VIEW_REF), (VIEW_ROWS, VIEW_REF3)):
+        before = evaluate(_case(src, ref), "cpu")
+        assert before.status != "pass"
+        hints = run_hints({"evaluation": before.to_dict()}, {})
+        assert any("view size is not compatible" in e for e in hints.get("errors", []))
+        assert get("contiguous_view").propose(src) == []
+        patches = get("contiguous_view").propose(src, hints)
+        assert patches and evaluate(_case(patches[0].new_src, ref), "cpu").status == "pass"

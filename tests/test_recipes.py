@@ -182,7 +182,9 @@ def test_required_recipe_ids_present():
     assert required <= set(RECIPES)
     # int64_offsets needs a 2**31-element tensor (a slow test of its own); dot_ieee_precision changes
     # nothing on the interpreter (tf32 exists only on a GPU): tested statically in tests/test_real_faults.py
-    assert {r for case in CASES.values() for r in [case[0]]} | {"int64_offsets", "dot_ieee_precision"} >= set(RECIPES)
+    # contiguous_view proposes only with the run's error as its hint (tests/test_real_faults.py)
+    assert {r for case in CASES.values() for r in [case[0]]} | {"int64_offsets", "dot_ieee_precision",
+                                                                 "contiguous_view"} >= set(RECIPES)
 
 
 def test_registry_lookups():

@@ -119,6 +119,8 @@ def run_hints(diagnosis: dict, context: dict) -> dict:
     dtype mismatch), the task's tolerance and its inputs' dtype (for tf32 in tl.dot on a GPU)."""
     hints: dict = {}
     for check in (diagnosis.get("evaluation") or {}).get("checks", []):
+        if not check.get("passed") and check.get("message"):
+            hints.setdefault("errors", []).append(check["message"][:300])
         for o in check.get("outputs") or []:
             m = DTYPE_PROBLEM.search(o.get("problem") or "")
             if m:

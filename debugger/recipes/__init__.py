@@ -14,7 +14,7 @@ from debugger.recipes.bounds import MaskBoundNumel
 from debugger.recipes.control import DropEarlyReturn
 from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
 from debugger.recipes.grid import BlockCoversRow, GridCdiv, SwapProgramIdAxis
-from debugger.recipes.layout import DotIeeePrecision, DotOperandTranspose
+from debugger.recipes.layout import DotIeeePrecision, DotOperandTranspose, ContiguousView
 from debugger.recipes.masks import AddMask, FixMaskBound, KTailMask
 from debugger.recipes.pointers import AdvancePointers, ContiguousInputs, SwapStrides
 from debugger.recipes.precision import Int64Offsets, OutputDtype, WidenAccumulator
@@ -32,7 +32,7 @@ _ALL: list[Recipe] = [
     # reductions and normalisation
     SubtractRowmax(), MeanOverN(), VarianceBiased(), EpsInsideSqrt(), SwapReductionAxis(), ScanInclusive(),
     # pointers and layout
-    AdvancePointers(), ContiguousInputs(), SwapStrides(), BroadcastAxis(), DotOperandTranspose(),
+    AdvancePointers(), ContiguousInputs(), SwapStrides(), BroadcastAxis(), DotOperandTranspose(), ContiguousView(),
     # precision and dtypes
     WidenAccumulator(), OutputDtype(), Int64Offsets(), DotIeeePrecision(),
     # elementwise math

@@ -10,12 +10,17 @@ loaded [K, M]).
 a float32 task at a tight tolerance needs `input_precision="ieee"`. The interpreter computes in full
 fp32 either way, so this is a GPU reality the CPU loop cannot see; the recipe is proposed for a float32
 task whose tolerance is tighter than tf32's error, or when the diagnosis names the precision class.
+
+`contiguous_view`: host code that flattens its inputs with `.view(-1)` raises on a transposed or
+broadcast input (and, where the strides happen to allow the view, flattens a strided tensor the
+kernel then reads as dense); when a check raised exactly that error, `.contiguous().view(...)`.
+(`.reshape()` would not do: it returns the same strided view wherever a view exists.)
 """
 from __future__ import annotations
 
 from debugger.recipes.base import Edit, Recipe
 from debugger.recipes.indexing import groups, load_var
-from debugger.recipes.syntax import Kernel, Node, Source, call_args, line, text, unparen
+from debugger.recipes.syntax import Kernel, Node, Source, call_args, line, text, unparen, walk
 
 ROW, COL = "[:,None]", "[None,:]"
 
@@ -124,3 +129,33 @@ def tf32_dots(s: Source) -> list[int]:
                 continue
             out.append(line(dot))
     return out
+
+
+VIEW_ERROR = "view size is not compatible"
+
+
+class ContiguousView(Recipe):
+    id = "contiguous_view"
+    bug_classes = ("stride_layout",)
+    symptoms = ("fails_noncontiguous", "raises_exception")
+    description = "Host code calls .view() on a tensor that can be non-contiguous: .contiguous().view() (the run raised on it)."
+
+    def _propose(self, s: Source, hints: dict):
+        """Only with the run's evidence: a check raised torch's "view size is not compatible" error
+        (hints["errors"]), or the diagnosis names the class."""
+        if not (any(VIEW_ERROR in e for e in hints.get("errors", ())) or self.forced(hints)):
+            return
+        edits = []
+        for n in walk(s.root):
+            if n.type != "call" or s.in_kernel(n) is not None:
+                continue
+            f = n.child_by_field_name("function")
+            if f is not None and f.type == "attribute" and text(f.child_by_field_name("attribute")) == "view":
+                pos, kw = call_args(n)
+                if pos and not kw and all(p.type in ("integer", "unary_operator", "identifier", "attribute",
+                                                     "subscript", "call", "list_splat") for p in pos) \
+                        and not any(text(p).startswith("torch.") for p in pos):  # .view(dtype) reinterprets
+                    obj = f.child_by_field_name("object")
+                    if not text(obj).rstrip().endswith(".contiguous()"):
+                        edits.append(Edit.insert(obj.end_byte, ".contiguous()"))
+        yield self.patch(s, edits, "contiguous() before view() in the host code (inputs may be non-contiguous)")
