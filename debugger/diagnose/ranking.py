@@ -76,6 +76,7 @@ SUPPORT_MIN = 0.8         # run-evidence weight that supports a class on its own
 # host names otherwise, a dot operand whose K sits on the wrong axis, a mask bounded by a stride):
 # such a site is evidence of its own, not the shape of a usual bug.
 CONTRADICTION_SITES = {"swap_strides", "dot_operand_transpose", "mask_bound_numel"}
+UNWRITTEN_CLASSES = ("grid_undercount", "unwritten_output", "mask_missing", "program_id_axis")
 # Tags observed in the run itself (not the source, not the reference's family).
 RUN_TAGS = set(ERROR_MAP) | set(MAGNITUDE) | set(DEPENDENCE) | set(PROBES) | {"dtype_mismatch"}
 
@@ -138,6 +139,8 @@ def _follow_the_evidence(scored: dict, tags: set[str], experiments: list[dict], 
     tried = {e["bug_class"] for e in experiments if e.get("result") in ("fixed", "better")}
     found = {f["bug_class"] for f in findings or []}
     found |= {site["bug_class"] for site in sites if site.get("recipe") in CONTRADICTION_SITES}
+    if "never_written" in tags:  # poisoned elements back every class whose bug leaves elements unwritten
+        found |= set(UNWRITTEN_CLASSES)
     for cls, v in scored.items():
         v["supported"] = cls in tried or cls in found or run_support(cls, tags) >= SUPPORT_MIN
     best = max((v["score"] for v in scored.values() if v["supported"]), default=None)
