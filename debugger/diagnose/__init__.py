@@ -200,7 +200,9 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     early = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, [])) \
         if report.status in ("mismatch", "runtime_error") else None
     if experiments and report.status in ("mismatch", "runtime_error") and early is None:
-        diag.experiments = run_experiments(case, report, patches + guesses, [h["bug_class"] for h in prelim],
+        # experiments are how support is found: they follow the raw scores, not the support order
+        order = [h["bug_class"] for h in sorted(prelim, key=lambda h: -h.get("raw_score", h["score"]))]
+        diag.experiments = run_experiments(case, report, patches + guesses, order,
                                            device=device,
                                            budget=experiment_budget, timeout=timeout, seconds=experiment_seconds)
     findings = []

@@ -76,6 +76,8 @@ SUPPORT_MIN = 0.8         # run-evidence weight that supports a class on its own
 # host names otherwise, a dot operand whose K sits on the wrong axis, a mask bounded by a stride):
 # such a site is evidence of its own, not the shape of a usual bug.
 CONTRADICTION_SITES = {"swap_strides", "dot_operand_transpose", "mask_bound_numel"}
+# Tags nearly every wrong kernel shows: they say the output is wrong, not why.
+GENERIC_TAGS = {"all_wrong", "large_error", "nan_in_output", "inf_in_output", "raises_exception"}
 UNWRITTEN_CLASSES = ("grid_undercount", "unwritten_output", "mask_missing", "program_id_axis")
 # Tags observed in the run itself (not the source, not the reference's family).
 RUN_TAGS = set(ERROR_MAP) | set(MAGNITUDE) | set(DEPENDENCE) | set(PROBES) | {"dtype_mismatch"}
@@ -127,7 +129,7 @@ def score_classes(tags: set[str], sites: list[dict], experiments: list[dict],
 def run_support(cls: str, tags: set[str]) -> float:
     """The weight of the tags observed in the run (error maps, dependence, probes) for a class:
     the part of its score that is not the source's shape or the operator's family."""
-    return sum(w for t, w in WEIGHTS.get(cls, {}).items() if t in tags and t in RUN_TAGS)
+    return sum(w for t, w in WEIGHTS.get(cls, {}).items() if t in tags and t in RUN_TAGS and t not in GENERIC_TAGS)
 
 
 def _follow_the_evidence(scored: dict, tags: set[str], experiments: list[dict], findings,
@@ -142,6 +144,7 @@ def _follow_the_evidence(scored: dict, tags: set[str], experiments: list[dict], 
     if "never_written" in tags:  # poisoned elements back every class whose bug leaves elements unwritten
         found |= set(UNWRITTEN_CLASSES)
     for cls, v in scored.items():
+        v["raw_score"] = v["score"]
         v["supported"] = cls in tried or cls in found or run_support(cls, tags) >= SUPPORT_MIN
     best = max((v["score"] for v in scored.values() if v["supported"]), default=None)
     if best is None:
@@ -168,5 +171,5 @@ def rank(tags: set[str], sites: list[dict], experiments: list[dict], top: int = 
             break
         hyps.append({"bug_class": cls, "confidence": round(z / total, 3), "score": round(v["score"], 2),
                      "evidence": v["evidence"], "lines": sorted(v["lines"]), "recipes": v["recipes"],
-                     "supported": bool(v["supported"])})
+                     "supported": bool(v["supported"]), "raw_score": round(v.get("raw_score", v["score"]), 2)})
     return hyps

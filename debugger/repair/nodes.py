@@ -17,7 +17,7 @@ from debugger.case import Case, top_level_names
 from debugger.evaluate import kernelbench_checks, run_evaluation, standard_checks
 from debugger.repair.state import RepairState, RunContext
 
-EXPERIMENT_SECONDS = 60.0  # a slow candidate's experiments stop here (the loop's iterations test the rest)
+EXPERIMENT_SECONDS = 150.0  # a slow candidate's experiments stop here (the loop's iterations test the rest)
 HARNESS_NAMES = {"Model", "get_inputs", "get_init_inputs", "atol", "rtol"}
 
 
