@@ -47,6 +47,10 @@ DEPENDENCE = {
     "fails_other_shapes": "fails only on shapes other than the task's",
     "run_to_run_drift": "two runs on the same inputs give different outputs",
     "inputs_mutated": "the candidate modified its inputs",
+    "kernel_passes": "with Model's weights mapped into ModelNew, the kernel passes the task's own inputs",
+    "kernelbench_fails": "KernelBench's trials fail (each model built with its own initialisation)",
+    "passes_in_eval_mode": "the failing checks pass when both models run in eval mode",
+    "says_simplified": "the candidate's comments say it simplifies, skips or approximates part of the operator",
 }
 
 # Probe facts (instrumented copy of the kernel).

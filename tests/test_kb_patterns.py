@@ -153,20 +153,29 @@ def test_the_example_is_loadable_by_the_knowledge_base(pattern):
     loader.load_pattern(path)
 
 
+# Classes only KernelBench's verdict shows: the kernel is right with Model's weights mapped in.
+PIPELINE_ONLY = {"parameter_init"}
+
+
 @pytest.mark.parametrize("path", PATHS, ids=IDS)
 def test_before_fails_evaluation(path):
-    _, _, _, blocks = parse(path)
+    meta, _, _, blocks = parse(path)
     report = evaluate(case_from_sources(blocks["reference"], blocks["before"]), device="cpu")
+    if meta["bug_class"] in PIPELINE_ONLY:
+        assert report.status == "pass" and report.verdicts["kernelbench"]["status"] != "pass", report.verdict_note
+        return
     assert report.status != "pass", "the 'before' example must fail evaluation"
     assert report.status != "invalid_input", report.message
 
 
 @pytest.mark.parametrize("path", PATHS, ids=IDS)
 def test_after_passes_evaluation(path):
-    _, _, _, blocks = parse(path)
+    meta, _, _, blocks = parse(path)
     report = evaluate(case_from_sources(blocks["reference"], blocks["after"]), device="cpu")
     failed = [(c.name, c.status, c.message) for c in report.checks if not c.passed]
     assert report.status == "pass", f"{report.message} {failed}"
+    if meta["bug_class"] in PIPELINE_ONLY:
+        assert report.verdicts["kernelbench"]["status"] == "pass", report.verdict_note
 
 
 @pytest.mark.slow

@@ -214,6 +214,9 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                        semantics.operator_misread_hypothesis(case, report, tags, diag.experiments)):
         if hypothesis is not None:
             findings.append(hypothesis)
+            tags |= set(hypothesis.get("tags", []))
+    if any(e.get("recipe") == "eval_mode" and e["result"] == "fixed" for e in diag.experiments):
+        tags.add("passes_in_eval_mode")
     diag.hypotheses = ranking.rank(tags, diag.recipe_sites, diag.experiments, findings=findings)
     span = (diag.localisation.get("target") or {}).get("lines")
     if span:  # lines in the kernel that departs first come first

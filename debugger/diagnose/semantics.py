@@ -53,8 +53,9 @@ def parameter_init_hypothesis(report) -> dict | None:
         score = 9.0
     else:
         score = 1.0
+    tags = ["kernelbench_fails"] + (["kernel_passes"] if right_on_task else [])
     return {"bug_class": "parameter_init", "score": score, "evidence": evidence, "lines": [],
-            "recipes": ["parameter_init"]}
+            "recipes": ["parameter_init"], "tags": tags}
 
 
 def needs_eval_mode_experiment(case: Case) -> bool:
@@ -106,4 +107,4 @@ def operator_misread_hypothesis(case: Case, report, tags: set[str], experiments:
         score += 3.0
         evidence += [f"line {n}: the candidate says: {text}" for n, text in said[:4]]
     return {"bug_class": "operator_misread", "score": score, "evidence": evidence,
-            "lines": [n for n, _ in said[:4]], "recipes": []}
+            "lines": [n for n, _ in said[:4]], "recipes": [], "tags": ["says_simplified"] if said else []}

@@ -20,6 +20,7 @@ class ModelNew(nn.Module):
 
     def forward(self, values, ptr):
         values = values.contiguous()
+        ptr = ptr.contiguous()  # the kernel reads the offsets flat
         n_seg = ptr.numel() - 1
         out = torch.empty(n_seg, device=values.device, dtype=values.dtype)
         segment_sum_kernel[(n_seg,)](values, ptr, out, values.numel(), BLOCK=64)
