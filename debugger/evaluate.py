@@ -400,7 +400,7 @@ def _localise(reference, candidate, timeout: float) -> dict:
     return header if header.get("ok") else {"error": header.get("error", "localisation failed")}
 
 
-def _run_kernelbench_trial(check, spec, reference, candidate, ev: Evaluation, timeout) -> str | None:
+def _run_kernelbench_trial(check, spec, reference, candidate, timeout) -> str | None:
     """One KernelBench trial: the candidate once (no poison), the reference, torch.allclose."""
     run = _candidate_run(candidate, spec, 1, None, timeout, check)
     if run is None:
@@ -433,7 +433,7 @@ def _run_kernelbench_trial(check, spec, reference, candidate, ev: Evaluation, ti
 def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, timeout, capture) -> str | None:
     """Run one check (candidate, reference, candidate); fill `check`. Returns a stop reason or None."""
     if spec.get("kind") == "kernelbench":
-        return _run_kernelbench_trial(check, spec, reference, candidate, ev, timeout)
+        return _run_kernelbench_trial(check, spec, reference, candidate, timeout)
     # A localising run poisons with the finite sentinel, so that a NaN a kernel writes counts as written.
     first = _candidate_run(candidate, spec, 1, SENTINEL_POISON if spec.get("localise") else float("nan"),
                            timeout, check)

@@ -92,6 +92,11 @@ def kernelbench_trial_seeds(trials: int) -> list[int]:
     return [int(torch.randint(0, 2**32 - 1, (1,), generator=gen).item()) for _ in range(trials)]
 
 
+def kernelbench_trial_seed(spec: dict) -> int:
+    """The seed of the KernelBench trial a spec names (its inputs and its forwards draw from it)."""
+    return kernelbench_trial_seeds(spec["kb_trial"] + 1)[spec["kb_trial"]]
+
+
 def draw_inputs(ref_module, spec: dict, device: str) -> list:
     """The reference's get_inputs() under the spec's seed, drawn on the device, then transformed.
 
@@ -100,7 +105,7 @@ def draw_inputs(ref_module, spec: dict, device: str) -> list:
     """
     with shapes_overridden(ref_module, spec.get("shapes")):
         if "kb_trial" in spec:
-            torch.manual_seed(kernelbench_trial_seeds(spec["kb_trial"] + 1)[spec["kb_trial"]])
+            torch.manual_seed(kernelbench_trial_seed(spec))
             raw = ref_module.get_inputs()
         else:
             torch.manual_seed(spec["seed"])
