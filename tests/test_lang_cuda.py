@@ -613,3 +613,26 @@ def test_blocks_along_another_axis_storing_to_one_element():
     src = candidate(per_channel)
     assert fact(src, "cuda_block_partials_race").line == line_of(src, "y[blockIdx.x] = s[0]")
     assert "cuda_block_partials_race" not in tags(candidate(ROW_MAX))
+
+
+def test_build_key_follows_the_extension_not_the_host_code():
+    from debugger.lang.cuda.sources import build_key
+
+    base = '''
+import torch
+from torch.utils.cpp_extension import load_inline
+src = """__global__ void k(float* x){ x[threadIdx.x] = 1; }
+torch::Tensor f(torch::Tensor x){ return x; }"""
+mod = load_inline(name="m", cpp_sources="torch::Tensor f(torch::Tensor x);", cuda_sources=src,
+                  functions=["f"], verbose=False)
+class ModelNew(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(n))
+'''
+    host_fix = base.replace("torch.randn(n)", "torch.nn.Linear(n, n).weight")
+    kernel_fix = base.replace("= 1;", "= 2;")
+    flags = base.replace("verbose=False", "verbose=False, extra_cuda_cflags=['-O3']")
+    assert build_key(base) == build_key(host_fix)
+    assert len({build_key(base), build_key(kernel_fix), build_key(flags)}) == 3
+    assert build_key("import torch\nclass ModelNew(torch.nn.Module): pass\n") is None

@@ -227,14 +227,21 @@ class ReferenceRole:
 
 def _extension_build_dir(setup: dict) -> None:
     """load_inline builds into TORCH_EXTENSIONS_DIR: one folder per candidate source inside the cache
-    the sandbox may write, so that re-evaluating a candidate reuses its build, and evaluations of
-    answers that all name their extension alike ("custom_op") never share a build folder or its lock."""
+    the sandbox may write, keyed by what the build depends on (its C++/CUDA units and loader
+    arguments), so that re-evaluating a candidate, or a repair that changed only its host code, reuses
+    the build (about a minute per extension), and answers that all name their extension alike
+    ("custom_op") with different sources never share a build folder or its lock."""
     import hashlib
     import os
 
     cache = (setup.get("allow_write") or [None])[0]
     if cache and "TORCH_EXTENSIONS_DIR" not in os.environ:
-        digest = hashlib.sha256(setup["candidate_src"].encode()).hexdigest()[:16]
+        try:
+            from debugger.lang.cuda.sources import build_key
+            digest = build_key(setup["candidate_src"])
+        except Exception:  # an unparsable candidate: one folder per source, as before
+            digest = None
+        digest = digest or hashlib.sha256(setup["candidate_src"].encode()).hexdigest()[:16]
         os.environ["TORCH_EXTENSIONS_DIR"] = str(Path(cache) / "torch_extensions" / digest)
 
 

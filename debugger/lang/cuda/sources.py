@@ -295,3 +295,24 @@ def find_sources(src: str) -> list[ExtensionSource]:
                 seen.add(("cuda", body))
                 found.append(ExtensionSource(body, rows, "cuda", None, ()))
     return found
+
+
+def build_key(src: str) -> str | None:
+    """What decides the candidate's extension builds: its C++/CUDA units, the functions bound and the
+    loader calls' other arguments (name, flags). Two candidates with the same key compile to the same
+    extensions, so a host-side repair (parameters, wrappers) reuses the build. None: no unit found."""
+    import hashlib
+
+    units = find_sources(src)
+    if not units:
+        return None
+    h = hashlib.sha256()
+    for u in units:
+        h.update(f"{u.kind}\0{u.text}\0{','.join(u.functions)}\0".encode())
+    pf = PythonFile(src)
+    for call in pf.loader_calls:
+        _, kw = call_args(call)
+        for key in sorted(kw):
+            if key not in ("cuda_sources", "cpp_sources"):
+                h.update(f"{key}={text(kw[key])}\0".encode())
+    return h.hexdigest()[:16]
