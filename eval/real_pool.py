@@ -269,7 +269,8 @@ class DeviceMemory:
 def select(answers: list[Answer], only: str, limit: int | None, match: str | None = None) -> list[Answer]:
     """Answers with a case folder to write, whose id matches the glob `match`, by recorded verdict
     (`only`), at most `limit` of them, taken in turn from the recorded classes so a limit samples each."""
-    keep = [a for a in answers if a.usable() is None and (not match or fnmatch.fnmatch(a.id, match))]
+    globs = [g for g in (match or "").split(",") if g]
+    keep = [a for a in answers if a.usable() is None and (not globs or any(fnmatch.fnmatch(a.id, g) for g in globs))]
     if only == "mismatch":
         keep = [a for a in keep if a.recorded == "fail" and a.recorded_class in ("numerical_mismatch", "nearmiss")]
     elif only == "correct":
@@ -492,7 +493,7 @@ def parse(argv=None):
     ap.add_argument("--problems", type=Path, help="KernelBench checkout with the references (default: PATH)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--limit", type=int)
-    ap.add_argument("--match", metavar="GLOB", help="only answers whose id matches (e.g. 'opus4*', 'nearmiss/*')")
+    ap.add_argument("--match", metavar="GLOB", help="only answers whose id matches (e.g. 'opus4*', 'nearmiss/*'; several, comma-separated)")
     ap.add_argument("--only", choices=["mismatch", "correct", "judged", "all"], default="all")
     ap.add_argument("--diagnose", action="store_true", help="kdebug diagnose the answers kdebug fails")
     ap.add_argument("--repair", action="store_true", help="kdebug repair --backend kb the answers kdebug fails")
