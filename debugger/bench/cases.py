@@ -88,6 +88,17 @@ def scale_reference(src: str, values: dict) -> str:
     return "".join(lines)
 
 
+def skip_reason(case: Case, device: str) -> str | None:
+    """Why a case cannot run on `device` (case.toml's `needs`: a fault only that device shows), or None.
+    A case whose fault only a GPU shows passes on the interpreter: run there it would test nothing."""
+    needs = case.meta.get("needs")
+    if needs is None or needs == device:
+        return None
+    if needs not in ("cuda", "cpu"):
+        raise InvalidInput(f"case.toml of {case.name}: needs must be \"cuda\" or \"cpu\" (got {needs!r})")
+    return f"needs {needs}: its fault shows only there (this run is on {device})"
+
+
 def load_bench_case(folder: Path, scale: str | None = None) -> tuple[Case, bool]:
     """Load one case folder; with scale="gpu", at its [gpu] sizes. Returns (case, scaled)."""
     case = load_case(folder)

@@ -223,6 +223,9 @@ class Run:
             case, scaled = case_files.load_bench_case(folder, self.opts.scale)
         except InvalidInput as e:
             return {**_base_record(folder), "status": "invalid_input", "message": str(e)}
+        skip = case_files.skip_reason(case, self.settings.device)
+        if skip:
+            return {**_base_record(folder, case, scaled), "status": "skipped", "message": skip}
         if self.opts.scale and not scaled:
             _say(self.opts, f"  {folder.name}: no [{self.opts.scale}] table in case.toml; run at its own sizes")
         try:

@@ -91,8 +91,12 @@ def group_scores(records: list[dict], mode: str = "debug", k: int = 1) -> dict:
 
 
 def summarize(records: list[dict], mode: str = "debug", k: int = 1) -> dict:
-    """Overall figures (top level), plus `per_class` keyed by the true bug class."""
+    """Overall figures (top level), plus `per_class` keyed by the true bug class. Skipped cases (a
+    case.toml `needs` another device) count in no figure; `skipped` names them with the reason."""
+    skipped = [r for r in records if r.get("status") == "skipped"]
+    records = [r for r in records if r.get("status") != "skipped"]
     overall = group_scores(records, mode, k)
+    overall["skipped"] = [{"name": r["name"], "reason": r.get("message", "")} for r in skipped]
     by_class: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         by_class[r.get("true_class") or UNLABELLED].append(r)
