@@ -73,6 +73,9 @@ CASES = {
     # a flat mask compared against a stride (1): the element count passed in (direct and dispatched launch)
     "mask_bound_numel": ("mask_bound_numel", {}),
     "mask_bound_numel_dispatch": ("mask_bound_numel", {}),
+    # an elementwise function taken on the host and again in the kernel (function and method forms)
+    "drop_repeated_transform": ("drop_repeated_transform", {}),
+    "drop_repeated_transform_method": ("drop_repeated_transform", {}),
 }
 
 

@@ -20,6 +20,7 @@ from debugger.recipes.pointers import AdvancePointers, ContiguousInputs, SwapStr
 from debugger.recipes.precision import Int64Offsets, OutputDtype, WidenAccumulator
 from debugger.recipes.reductions import EpsInsideSqrt, MeanOverN, SubtractRowmax, VarianceBiased
 from debugger.recipes.scan import ScanInclusive
+from debugger.recipes.transforms import DropRepeatedTransform
 from debugger.recipes.writes import AtomicAccumulate, StoreOffsets
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ _ALL: list[Recipe] = [
     # precision and dtypes
     WidenAccumulator(), OutputDtype(), Int64Offsets(), DotIeeePrecision(),
     # elementwise math
-    ActivationConstant(), GeluVariant(), StableActivation(),
+    ActivationConstant(), GeluVariant(), StableActivation(), DropRepeatedTransform(),
 ]
 
 RECIPES: dict[str, Recipe] = {r.id: r for r in _ALL}
