@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from debugger import lang  # noqa: F401 - loading the languages registers their recipes (CUDA's)
 from debugger.backends.base import Proposal
 from debugger.backends.mutations import mutations
 from debugger.backends.ranking import RecipeRanker, diagnosis_features

@@ -195,6 +195,7 @@ def lint(*roots: Path) -> list[str]:
 def known_recipes() -> set[str]:
     """Recipe ids from debugger.recipes where it exposes a registry (empty set: cannot check)."""
     try:
+        import debugger.lang  # noqa: F401 - the languages register their recipes (CUDA's) as they load
         import debugger.recipes as recipes
     except Exception:  # the recipes package is optional here; its own tests cover it
         return set()

@@ -2,7 +2,9 @@
 
 A language says whether a candidate file uses it (`uses`), finds its kernels and their launches
 (`kernels`, `launches`, lines in the candidate's Python file) and gives static facts for diagnosis
-(`static_facts`: {tag, line, message, language, kernel}, the shape of `Diagnosis.static`). Each
+(`static_facts`: {tag, line, message, language, kernel}, the shape of `Diagnosis.static`) and its
+fix recipes (`recipes`, registered into debugger.recipes when the language loads; every registered
+language loads with this package, so whoever imports it proposes the languages' recipes too). Each
 language is a subpackage exposing `LANGUAGE`; adding one is a new folder and a line in `REGISTRY`.
 Triton's facts still live in debugger/diagnose/static.py until the file models move to one source
 layer; only CUDA is registered here so far.
@@ -68,6 +70,8 @@ class Language(Protocol):
 
     def static_facts(self, src: str) -> list[Fact]: ...
 
+    def recipes(self) -> list: ...
+
 
 @cache
 def get(name: str) -> Language:
@@ -88,3 +92,11 @@ def used_by(src: str) -> list[Language]:
 def static_facts(src: str) -> list[dict]:
     """The static facts of every registered language the candidate uses, as dicts."""
     return [f.as_dict() for lang in used_by(src) for f in lang.static_facts(src)]
+
+
+def recipes() -> list:
+    """Every registered language's fix recipes (already in debugger.recipes' registry)."""
+    return [r for lang in languages() for r in lang.recipes()]
+
+
+languages()  # load them all: each registers its recipes

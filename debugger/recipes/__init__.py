@@ -1,7 +1,9 @@
 """Fix recipes: machine-applicable repairs over the candidate's syntax tree (the kb backend's moves).
 
 `RECIPES` maps each recipe id (the ids knowledge-base patterns name in `fix_recipe`) to its instance.
-`propose_all` asks every recipe, or those of some bug classes, for candidate patches.
+`propose_all` asks every recipe, or those of some bug classes, for candidate patches. Kernel languages
+add their own recipes with `register` when they load (debugger/lang/cuda/recipes: the CUDA ones);
+this package never imports a language, so the languages can build on its syntax and base classes.
 """
 from __future__ import annotations
 
@@ -41,6 +43,14 @@ _ALL: list[Recipe] = [
 ]
 
 RECIPES: dict[str, Recipe] = {r.id: r for r in _ALL}
+
+
+def register(*recipes: Recipe) -> None:
+    """Add recipes to the registry (a language's, at its load); one already registered is kept once."""
+    for r in recipes:
+        if r.id not in RECIPES:
+            _ALL.append(r)
+            RECIPES[r.id] = r
 
 
 def get(recipe_id: str) -> Recipe:
@@ -94,5 +104,5 @@ def sibling_ranks(patches) -> list[int]:
     return ranks
 
 
-__all__ = ["Patch", "Recipe", "RecipeLike", "RECIPES", "get", "for_bug_class", "for_symptoms",
+__all__ = ["Patch", "Recipe", "RecipeLike", "RECIPES", "get", "register", "for_bug_class", "for_symptoms",
            "propose_all", "sibling_ranks"]

@@ -1,5 +1,6 @@
 """CUDA inside `load_inline`: the sources (sources.py), their tree-sitter model (unit.py), static facts
-(facts.py for kernel bodies, host_facts.py for launches and host code), behind the language interface.
+(facts.py for kernel bodies, host_facts.py for launches and host code), fix recipes over the CUDA text
+(recipes/, written back into the Python file by splice.py), behind the language interface.
 
     from debugger.lang import get
     cuda = get("cuda")
@@ -11,9 +12,11 @@ from functools import lru_cache
 
 from debugger.lang import Fact, Kernel, Launch
 from debugger.lang.cuda.facts import kernel_facts
+from debugger.lang.cuda.recipes import RECIPES
 from debugger.lang.cuda.host_facts import combines, launch_facts
 from debugger.lang.cuda.sources import find_sources, python_code
 from debugger.lang.cuda.unit import Function, Unit
+from debugger.recipes import register
 from debugger.recipes.syntax import text
 
 
@@ -51,6 +54,10 @@ class Cuda:
                     out[name] = name
             out.update(u.pybind_exports)
         return out
+
+    def recipes(self) -> list:
+        """The CUDA fix recipes (debugger/lang/cuda/recipes)."""
+        return list(RECIPES)
 
     def static_facts(self, src: str) -> list[Fact]:
         all_units = units(src)
@@ -93,3 +100,4 @@ def _running_stats_from_python(src: str, python: str) -> list[Fact]:
 
 
 LANGUAGE = Cuda()
+register(*RECIPES)

@@ -1,0 +1,27 @@
+"""Fix recipes over the CUDA sources a candidate hands to `load_inline`: tree-sitter edits of the CUDA
+text, written back into the Python file's string literals (splice.py), everything else kept.
+
+Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points at:
+
+| recipe | fact | bug class |
+| --- | --- | --- |
+| cuda_ceil_div_grid | cuda_floor_div_grid | grid_undercount |
+| cuda_grid_stride_loop | cuda_grid_capped | grid_undercount |
+| cuda_bounds_check | cuda_unguarded_load / _store | mask_missing |
+| cuda_decode_on_copy | cuda_index_divided_in_place | unwritten_output |
+| cuda_float_accumulator | cuda_half_accumulator | low_precision_accumulator |
+
+`RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
+language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
+"""
+from __future__ import annotations
+
+from debugger.lang.cuda.recipes.bounds import CudaBoundsCheck
+from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
+from debugger.lang.cuda.recipes.grid import CudaCeilDivGrid, CudaGridStrideLoop
+from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
+
+RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator()]
+
+__all__ = ["RECIPES", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaDecodeOnCopy", "CudaFloatAccumulator",
+           "CudaGridStrideLoop"]

@@ -1,0 +1,164 @@
+"""Grid recipes: cuda_ceil_div_grid (floor-divided block count) and cuda_grid_stride_loop (capped grid).
+
+- cuda_ceil_div_grid, fact `cuda_floor_div_grid` (host_facts.py): every floor division of the launch's
+  grid by its block size, `n / threads` (followed through `int blocks = ...`, `dim3 grid(w / T, h / T)`
+  and `#define`s), becomes `(n + threads - 1) / threads`. When the launched kernel also has unguarded
+  accesses, a second patch adds its bounds check (the rounded-up grid would otherwise run past the end).
+- cuda_grid_stride_loop, fact `cuda_grid_capped`: the kernel's global index declaration
+  `int i = blockIdx.x * blockDim.x + threadIdx.x;` becomes the head of a grid-stride loop
+  `for (int i = ...; i < n; i += blockDim.x * gridDim.x) { rest of the body }`; an early
+  `if (i >= n) return;` right after it is dropped (the loop condition holds it). The capped host side
+  stays as it is: the loop covers what the cap leaves out.
+"""
+from __future__ import annotations
+
+import re
+
+from tree_sitter import Node
+
+from debugger.lang.cuda.host_facts import _capped, _floor_divisions, _leaves, _steps_over, expansion
+from debugger.lang.cuda.recipes.base import (CudaRecipe, UnitEdit, line_start, size_choices, starts_line,
+                                             statements, syncs_in, wrap_rest)
+from debugger.lang.cuda.recipes.bounds import guard_edits
+from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers, text, unparen, walk
+
+_SIMPLE = ("identifier", "number_literal", "call_expression", "field_expression", "parenthesized_expression",
+           "subscript_expression")
+
+
+def ceil_division(div: Node) -> str:
+    """`(a + b - 1) / b` for the floor division `a / b`."""
+    left, right = div.child_by_field_name("left"), div.child_by_field_name("right")
+    additive = left.type == "binary_expression" and text(left.child_by_field_name("operator")) in "*/%+-"
+    a = text(left) if left.type in _SIMPLE or additive else f"({text(left)})"
+    b = text(right) if right.type in _SIMPLE else f"({text(right)})"
+    return f"({a} + {b} - 1) / {b}"
+
+
+def drop_statement(data: bytes, stmt: Node) -> UnitEdit:
+    """Delete a statement, with its line when it has the line to itself."""
+    end = stmt.end_byte
+    if starts_line(data, stmt.start_byte) and data[end:end + 1] == b"\n":
+        return line_start(data, stmt.start_byte), end + 1, ""
+    return stmt.start_byte, end, ""
+
+
+class CudaCeilDivGrid(CudaRecipe):
+    id = "cuda_ceil_div_grid"
+    bug_classes = ("grid_undercount",)
+    symptoms = ("never_written", "tail_block_wrong", "programs_missing", "fails_other_shapes")
+    description = "CUDA: launch (n + threads - 1) / threads blocks instead of n / threads"
+
+    def unit_fixes(self, unit: Unit, hints):
+        macros = unit.macros
+        for launch in unit.launches:
+            grid = expansion(launch.host, launch.grid, macros)
+            block = expansion(launch.host, launch.block, macros)
+            divs = _floor_divisions(grid, _leaves(block, macros) if block else set(), macros)
+            divs = list({(d.start_byte, d.end_byte): d for d in divs}.values())
+            if not divs:
+                continue
+            edits: list[UnitEdit] = [(d.start_byte, d.end_byte, ceil_division(d)) for d in divs]
+            what = ", ".join(text(d) for d in divs)
+            yield edits, f"ceil division for the grid of {launch.kernel} ({what})"
+            kernel = next((k for k in unit.kernels if k.name == launch.kernel), None)
+            if kernel is not None:
+                for guard, description in guard_edits(kernel, unit)[:2]:
+                    yield edits + guard, f"ceil division for the grid of {launch.kernel} ({what}) and {description}"
+
+
+def global_index(fn: Function) -> tuple[Node, str, Node] | None:
+    """(declaration, name, value) of the kernel's top-level `T i = blockIdx.x * blockDim.x + threadIdx.x`
+    (x axis only, one declarator)."""
+    for stmt in statements(fn.body):
+        if stmt.type != "declaration":
+            continue
+        inits = [c for c in stmt.children_by_field_name("declarator") if c.type == "init_declarator"]
+        if len(inits) != 1 or len(stmt.children_by_field_name("declarator")) != 1:
+            continue
+        value = inits[0].child_by_field_name("value")
+        name = text(inits[0].child_by_field_name("declarator"))
+        names = identifiers(value)
+        if {THREAD, BLOCK} <= names and not re.search(r"\.\s*[yz]\b", text(value)):
+            return stmt, name, value
+    return None
+
+
+def _early_exit_bound(stmt: Node, name: str) -> str | None:
+    """`n` of `if (i >= n) return;` (or `if (n <= i) return;`)."""
+    if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
+        return None
+    cons = stmt.child_by_field_name("consequence")
+    if cons is None or not (cons.type == "return_statement" or (
+            cons.type == "compound_statement" and [c.type for c in statements(cons)] == ["return_statement"])):
+        return None
+    cond = unparen(stmt.child_by_field_name("condition").named_children[0]) \
+        if stmt.child_by_field_name("condition").type == "condition_clause" else stmt.child_by_field_name("condition")
+    cond = unparen(cond)
+    if cond.type != "binary_expression":
+        return None
+    op = text(cond.child_by_field_name("operator"))
+    left, right = text(unparen(cond.child_by_field_name("left"))), text(unparen(cond.child_by_field_name("right")))
+    if op == ">=" and left == name:
+        return right
+    if op == "<=" and right == name:
+        return left
+    return None
+
+
+def _guard_bound(stmts: list[Node], name: str) -> str | None:
+    """`n` of an `if (i < n)` among the statements (the bound the kernel itself uses)."""
+    for s in stmts:
+        for b in walk(s):
+            if b.type == "binary_expression" and text(b.child_by_field_name("operator")) == "<" and \
+                    text(unparen(b.child_by_field_name("left"))) == name:
+                return text(b.child_by_field_name("right"))
+    return None
+
+
+def stride_loop_edits(fn: Function, unit: Unit) -> list[tuple[list[UnitEdit], str]]:
+    found = global_index(fn)
+    if found is None or fn.body is None:
+        return []
+    decl, name, value = found
+    stmts = statements(fn.body)
+    rest = stmts[stmts.index(decl) + 1:]
+    if not rest or syncs_in(fn, rest) or len(fn.defs.get(name, [])) != 1:
+        return []
+    data = unit.source.text.encode()
+    edits: list[UnitEdit] = []
+    bound = _early_exit_bound(rest[0], name)
+    if bound is not None:
+        if len(rest) < 2:
+            return []
+        edits.append(drop_statement(data, rest[0]))
+        rest = rest[1:]
+    if any(n.type == "return_statement" for s in rest for n in walk(s)):
+        return []  # a return inside the loop would end the thread's later iterations
+    bounds = [bound] if bound else ([_guard_bound(rest, name)] if _guard_bound(rest, name) else
+                                    [c[name] for c in size_choices(fn, [name])])
+    type_text = text(decl.child_by_field_name("type"))
+    out = []
+    for b in bounds:
+        head = f"for ({type_text} {name} = {text(value)}; {name} < {b}; {name} += blockDim.x * gridDim.x)"
+        wrap = wrap_rest(data, rest[0], fn.body, head)
+        out.append(([drop_statement(data, decl)] + edits + wrap,
+                    f"grid-stride loop over {name} < {b} in {fn.name}"))
+    return out
+
+
+class CudaGridStrideLoop(CudaRecipe):
+    id = "cuda_grid_stride_loop"
+    bug_classes = ("grid_undercount",)
+    symptoms = ("never_written", "programs_missing", "fails_other_shapes")
+    description = "CUDA: a grid-stride loop in a kernel whose grid is capped (65535 blocks)"
+
+    def unit_fixes(self, unit: Unit, hints):
+        forced = self.forced(hints)
+        for launch in unit.launches:
+            kernel = next((k for k in unit.kernels if k.name == launch.kernel), None)
+            if kernel is None or _steps_over(kernel, "gridDim"):
+                continue
+            capped = _capped(expansion(launch.host, launch.grid, unit.macros), 65535) is not None
+            if capped or forced:
+                yield from stride_loop_edits(kernel, unit)

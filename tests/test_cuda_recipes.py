@@ -1,0 +1,535 @@
+"""The CUDA recipes (debugger/lang/cuda/recipes), each on two small CUDA-in-load_inline kernels of our own
+with the same fault.
+
+Statically (everywhere): the recipe proposes a patch, the patched file parses (Python and CUDA), the
+fact that found the fault no longer fires, and nothing outside the edited CUDA function changed.
+On a GPU (`-m gpu`, skipped without CUDA; eval/gpu_cuda_recipes.sh on the H200): the candidate before
+and after the patch is compiled with load_inline and run; before disagrees with the torch reference,
+after agrees.
+"""
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+
+from debugger import lang
+from debugger.lang.cuda import units
+from debugger.lang.cuda.splice import error_count
+from debugger.recipes import RECIPES, propose_all
+from debugger.recipes.syntax import parses
+
+CUDA = lang.get("cuda")
+
+HEAD = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = """
+#include <torch/extension.h>
+#include <cuda_fp16.h>
+'''
+TAIL = '''"""
+
+cpp_src = "torch::Tensor run(torch::Tensor x, torch::Tensor w);"
+ext = load_inline(name="kdebug_cuda_recipe", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["run"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, w):
+        return ext.run(x, w)
+'''
+
+
+def candidate(cuda: str) -> str:
+    return HEAD + cuda + TAIL
+
+
+@dataclass
+class Case:
+    recipe: str
+    fact: str
+    cuda: str
+    inputs: Callable  # () -> (x, w) on the GPU
+    reference: Callable  # (x, w) -> expected output
+    edited: str  # the CUDA function the fix belongs in (others must not change)
+    atol: float = 1e-4
+
+    @property
+    def src(self) -> str:
+        return candidate(self.cuda)
+
+
+# -- grid_undercount: floor-divided grids ------------------------------------------------------------
+CEIL_1D = '''
+__global__ void scale(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = 2.0f * x[i];
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::full_like(x, -7.0f);
+    int n = x.numel();
+    int threads = 256;
+    int blocks = n / threads;
+    scale<<<blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+'''
+CEIL_2D = '''
+#define TILE 16
+__global__ void add_bias_rows(const float* x, const float* b, float* y, int h, int w) {
+    int r = blockIdx.y * TILE + threadIdx.y;
+    int c = blockIdx.x * TILE + threadIdx.x;
+    if (r < h && c < w) y[r * w + c] = x[r * w + c] + b[r];
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor b) {
+    auto y = torch::full_like(x, -7.0f);
+    int h = x.size(0), w = x.size(1);
+    dim3 block(TILE, TILE);
+    dim3 grid(w / TILE, h / TILE);
+    add_bias_rows<<<grid, block>>>(x.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr<float>(), h, w);
+    return y;
+}
+'''
+
+# -- grid_undercount: a capped grid and no grid-stride loop ----------------------------------------
+CAPPED_GUARDED = '''
+__global__ void scale(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = 2.0f * x[i];
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::full_like(x, -7.0f);
+    int n = x.numel();
+    int threads = 32;
+    int blocks = std::min((n + threads - 1) / threads, 65535);
+    scale<<<blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+'''
+CAPPED_EARLY_RETURN = '''
+__global__ void leaky_relu(const float* x, float* y, float slope, int64_t numel) {
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= numel) return;
+    float v = x[idx];
+    y[idx] = v > 0.0f ? v : slope * v;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::full_like(x, -7.0f);
+    int64_t numel = x.numel();
+    int blocks = (numel + 127) / 128;
+    if (blocks > 65535) blocks = 65535;
+    leaky_relu<<<blocks, 128>>>(x.data_ptr<float>(), y.data_ptr<float>(), 0.1f, numel);
+    return y;
+}
+'''
+
+# -- mask_missing: no bounds check (the overflow lands in the second half of the same buffer) -------
+UNGUARDED_1D = '''
+__global__ void shift(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + 1.0f;
+}
+
+__global__ void scale(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = x[i];
+    y[i] = 2.0f * v;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int n = x.numel();
+    auto out = torch::empty({2, n}, x.options());
+    int blocks = (n + 255) / 256;
+    shift<<<blocks, 256>>>(x.data_ptr<float>(), out.data_ptr<float>() + n, n);
+    scale<<<blocks, 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), n);
+    return out;
+}
+'''
+UNGUARDED_2D = '''
+#define TILE 16
+__global__ void copy_rows(const float* x, float* y, int h, int w) {
+    int r = blockIdx.y * TILE + threadIdx.y;
+    int c = blockIdx.x * TILE + threadIdx.x;
+    if (r < h && c < w) y[r * w + c] = x[r * w + c];
+}
+
+__global__ void relu_2d(const float* x, float* y, int h, int w) {
+    int row = blockIdx.y * TILE + threadIdx.y;
+    int col = blockIdx.x * TILE + threadIdx.x;
+    y[row * w + col] = fmaxf(x[row * w + col], 0.0f);
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor b) {
+    int h = x.size(0), w = x.size(1);
+    auto out = torch::empty({2, h, w}, x.options());
+    dim3 block(TILE, TILE);
+    dim3 grid((w + TILE - 1) / TILE, (h + TILE - 1) / TILE);
+    copy_rows<<<grid, block>>>(x.data_ptr<float>(), out.data_ptr<float>() + h * w, h, w);
+    relu_2d<<<grid, block>>>(x.data_ptr<float>(), out.data_ptr<float>(), h, w);
+    return out;
+}
+'''
+
+# -- unwritten_output: the flat index divided in place while decoding -------------------------------
+DECODE_NCHW = '''
+__global__ void bias_add(const float* x, const float* b, float* y, int C, int HW, int total) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= total) return;
+    int hw = idx % HW;
+    idx /= HW;
+    int c = idx % C;
+    y[idx] = x[idx] + b[c] + 0.0f * hw;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor b) {
+    auto y = torch::full_like(x, -7.0f);
+    int total = x.numel();
+    bias_add<<<(total + 255) / 256, 256>>>(x.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr<float>(),
+                                          x.size(1), x.size(2) * x.size(3), total);
+    return y;
+}
+'''
+DECODE_NCL = '''
+__global__ void scale_shift(const float* x, const float* w, float* y, int N, int C, int L) {
+    int index = blockIdx.x * blockDim.x + threadIdx.x;
+    if (index < N * C * L) {
+        int l = index % L;
+        index = index / L;
+        int c = index % C;
+        index = index / C;
+        int n = index;
+        y[index] = x[index] * w[c] + 0.5f * l + (float)n;
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::full_like(x, -7.0f);
+    int N = x.size(0), C = x.size(1), L = x.size(2);
+    scale_shift<<<(N * C * L + 127) / 128, 128>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(),
+                                                 N, C, L);
+    return y;
+}
+'''
+
+# -- low_precision_accumulator: half sums --------------------------------------------------------------
+HALF_ROW_SUM = '''
+__global__ void row_sum(const __half* x, __half* y, int rows, int cols) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= rows) return;
+    __half acc = __float2half(0.0f);
+    for (int j = 0; j < cols; ++j) {
+        acc = __hadd(acc, x[row * cols + j]);
+    }
+    y[row] = acc;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::empty({x.size(0)}, x.options());
+    int rows = x.size(0), cols = x.size(1);
+    row_sum<<<(rows + 63) / 64, 64>>>(reinterpret_cast<const __half*>(x.data_ptr<at::Half>()),
+                                      reinterpret_cast<__half*>(y.data_ptr<at::Half>()), rows, cols);
+    return y;
+}
+'''
+HALF_MATVEC = '''
+__global__ void matvec(const half* a, const half* v, half* y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        half sum = __float2half(0.0f);
+        for (int k = 0; k < cols; k++) sum += __hmul(a[r * cols + k], v[k]);
+        y[r] = sum;
+    }
+}
+
+torch::Tensor run(torch::Tensor a, torch::Tensor v) {
+    auto y = torch::empty({a.size(0)}, a.options());
+    int rows = a.size(0), cols = a.size(1);
+    matvec<<<(rows + 127) / 128, 128>>>(reinterpret_cast<const half*>(a.data_ptr<at::Half>()),
+                                        reinterpret_cast<const half*>(v.data_ptr<at::Half>()),
+                                        reinterpret_cast<half*>(y.data_ptr<at::Half>()), rows, cols);
+    return y;
+}
+'''
+
+
+def _randn(*shape, dtype=None):
+    import torch
+
+    return torch.randn(*shape, device="cuda", dtype=dtype or torch.float32)
+
+
+def _rand(*shape):
+    import torch
+
+    return torch.rand(*shape, device="cuda", dtype=torch.float16)
+
+
+def _empty():
+    import torch
+
+    return torch.empty(0, device="cuda")
+
+
+def _bias_add(x, b):
+    return x + b.view(1, -1, 1, 1)
+
+
+def _scale_shift(x, w):
+    import torch
+
+    n, c, length = x.shape
+    pos = torch.arange(length, device=x.device).view(1, 1, -1) * 0.5
+    batch = torch.arange(n, device=x.device).view(-1, 1, 1).float()
+    return x * w.view(1, -1, 1) + pos + batch
+
+
+def _stack(first, second):
+    import torch
+
+    return lambda x, w: torch.stack([first(x), second(x)])
+
+
+def _leaky(x, w):
+    import torch
+
+    return torch.nn.functional.leaky_relu(x, 0.1)
+
+
+CASES = {
+    "ceil_div_1d": Case("cuda_ceil_div_grid", "cuda_floor_div_grid", CEIL_1D,
+                        lambda: (_randn(1000), _empty()), lambda x, w: 2 * x, "run"),
+    "ceil_div_2d_define": Case("cuda_ceil_div_grid", "cuda_floor_div_grid", CEIL_2D,
+                               lambda: (_randn(50, 37), _randn(50)), lambda x, b: x + b.view(-1, 1), "run"),
+    "grid_stride_guarded": Case("cuda_grid_stride_loop", "cuda_grid_capped", CAPPED_GUARDED,
+                                lambda: (_randn(65535 * 32 + 1000), _empty()), lambda x, w: 2 * x, "scale"),
+    "grid_stride_early_return": Case("cuda_grid_stride_loop", "cuda_grid_capped", CAPPED_EARLY_RETURN,
+                                     lambda: (_randn(65535 * 128 + 777), _empty()), _leaky, "leaky_relu"),
+    "bounds_1d": Case("cuda_bounds_check", "cuda_unguarded_store", UNGUARDED_1D,
+                      lambda: (_randn(1000), _empty()), _stack(lambda x: 2 * x, lambda x: x + 1), "scale"),
+    "bounds_2d": Case("cuda_bounds_check", "cuda_unguarded_store", UNGUARDED_2D,
+                      lambda: (_randn(50, 37), _empty()), _stack(lambda x: x.clamp(min=0), lambda x: x), "relu_2d"),
+    "decode_nchw": Case("cuda_decode_on_copy", "cuda_index_divided_in_place", DECODE_NCHW,
+                        lambda: (_randn(2, 3, 5, 7), _randn(3)), _bias_add, "bias_add"),
+    "decode_ncl": Case("cuda_decode_on_copy", "cuda_index_divided_in_place", DECODE_NCL,
+                       lambda: (_randn(3, 4, 9), _randn(4)), _scale_shift, "scale_shift"),
+    "float_acc_row_sum": Case("cuda_float_accumulator", "cuda_half_accumulator", HALF_ROW_SUM,
+                              lambda: (_rand(33, 4096), _empty()), lambda x, w: x.float().sum(1).half(), "row_sum",
+                              atol=0.5),
+    "float_acc_matvec": Case("cuda_float_accumulator", "cuda_half_accumulator", HALF_MATVEC,
+                             lambda: (_rand(65, 2048), _rand(2048)), lambda a, v: (a.float() @ v.float()).half(),
+                             "matvec", atol=0.5),
+}
+IDS = list(CASES)
+
+
+def tags(src: str) -> set[str]:
+    return {f.tag for f in CUDA.static_facts(src)}
+
+
+def first_patch(case: Case):
+    patches = RECIPES[case.recipe].propose(case.src)
+    assert patches, f"{case.recipe} proposes nothing"
+    return patches[0]
+
+
+def cuda_text(src: str) -> str:
+    return next(u.source.text for u in units(src) if u.source.kind == "cuda")
+
+
+def function_texts(src: str) -> dict[str, str]:
+    return {f.name: f.node.text.decode() for u in units(src) for f in u.functions}
+
+
+# -- static --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", IDS)
+def test_the_fault_is_there_before(name):
+    case = CASES[name]
+    assert case.fact in tags(case.src)
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_the_patch_parses_and_the_fact_is_gone(name):
+    case = CASES[name]
+    patch = first_patch(case)
+    assert patch.recipe == case.recipe and parses(patch.new_src)
+    assert error_count(units(patch.new_src)) == 0
+    assert case.fact not in tags(patch.new_src), patch.description
+    assert not tags(patch.new_src) & {"cuda_unguarded_store", "cuda_unguarded_load", "cuda_floor_div_grid",
+                                      "cuda_grid_capped", "cuda_index_divided_in_place", "cuda_half_accumulator"}
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_only_the_cuda_function_of_the_fix_changes(name):
+    case = CASES[name]
+    patch = first_patch(case)
+    py_before, py_after = case.src.split('cuda_src = """'), patch.new_src.split('cuda_src = """')
+    assert py_before[0] == py_after[0] and py_before[1].split('"""', 1)[1] == py_after[1].split('"""', 1)[1]
+    before, after = function_texts(case.src), function_texts(patch.new_src)
+    changed = {n for n in before if before[n] != after.get(n)}
+    assert changed == {case.edited}, changed
+    added = set(after) - set(before)
+    assert added <= {"kdebug_to_float"}, added
+    # the CUDA text around the functions is kept too
+    strip = lambda t: re.sub(r"__global__ .*?\n}\n|torch::Tensor run.*?\n}\n|__device__ .*?\n", "", t, flags=re.S)  # noqa: E731
+    assert strip(cuda_text(case.src)) == strip(cuda_text(patch.new_src))
+
+
+def test_ceil_division_texts():
+    assert "int blocks = (n + threads - 1) / threads;" in first_patch(CASES["ceil_div_1d"]).new_src
+    assert "dim3 grid((w + TILE - 1) / TILE, (h + TILE - 1) / TILE);" in \
+        first_patch(CASES["ceil_div_2d_define"]).new_src
+
+
+def test_ceil_division_adds_the_bounds_check_when_the_kernel_lacks_one():
+    src = candidate(UNGUARDED_1D.replace("(n + 255) / 256", "n / 256"))
+    patches = RECIPES["cuda_ceil_div_grid"].propose(src)
+    assert len(patches) >= 2
+    combined = patches[1].new_src
+    assert "if (i < n) {" in combined and "(n + 256 - 1) / 256" in combined
+    assert not tags(combined) & {"cuda_floor_div_grid", "cuda_unguarded_store", "cuda_unguarded_load"}
+
+
+def test_bounds_check_wraps_after_the_index_with_the_size_parameter():
+    one = first_patch(CASES["bounds_1d"]).new_src
+    assert "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {\n        float v = x[i];\n" \
+           "        y[i] = 2.0f * v;\n    }\n}" in one
+    two = first_patch(CASES["bounds_2d"]).new_src
+    assert "if (col < w && row < h) {" in two
+
+
+def test_grid_stride_loop_texts():
+    guarded = first_patch(CASES["grid_stride_guarded"]).new_src
+    assert "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {" in guarded
+    early = first_patch(CASES["grid_stride_early_return"]).new_src
+    assert "idx < numel; idx += blockDim.x * gridDim.x) {\n        float v = x[idx];" in early
+    assert "return;" not in early.split("__global__")[1].split("torch::Tensor run")[0]
+
+
+def test_decode_on_a_copy_keeps_the_offsets():
+    nchw = first_patch(CASES["decode_nchw"]).new_src
+    assert "int idx_rest = idx;\n    idx_rest /= HW;\n    int c = idx_rest % C;\n    y[idx] = x[idx] + b[c]" in nchw
+    ncl = first_patch(CASES["decode_ncl"]).new_src
+    assert "index_rest = index_rest / C;\n        int n = index_rest;\n        y[index] = x[index] * w[c]" in ncl
+    assert "int l = index % L;" in ncl  # before the first division the index is its own copy
+
+
+def test_float_accumulator_shadows_the_half_sum():
+    row = first_patch(CASES["float_acc_row_sum"]).new_src
+    assert "float acc_f = kdebug_to_float(acc);" in row and "acc_f += kdebug_to_float(x[row * cols + j]);" in row
+    assert "    }\n    acc = __float2half(acc_f);\n    y[row] = acc;" in row
+    assert row.count("float kdebug_to_float(__half v)") == 1
+    mv = first_patch(CASES["float_acc_matvec"]).new_src
+    assert "sum_f += kdebug_to_float(__hmul(a[r * cols + k], v[k]));" in mv
+
+
+def test_a_clean_kernel_gets_no_cuda_patch():
+    clean = [CEIL_1D.replace("n / threads", "(n + threads - 1) / threads"), DECODE_NCHW.replace(
+        "    int hw = idx % HW;\n    idx /= HW;\n    int c = idx % C;", "    int c = (idx / HW) % C;\n    int hw = idx % HW;")]
+    for cuda in clean:
+        assert tags(candidate(cuda)) <= {"cuda_uses_atomics"}
+        assert not [p for p in propose_all(candidate(cuda)) if p.recipe.startswith("cuda_")]
+
+
+def test_escaped_single_line_sources_are_written_back_escaped():
+    src = ('from torch.utils.cpp_extension import load_inline\n'
+           'cuda_src = ("__global__ void k(const float* x, float* y, int n) {\\n"\n'
+           '            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\\n"\n'
+           '            "    y[i] = x[i];\\n"\n'
+           '            "}\\n")\n'
+           'ext = load_inline("e", "", cuda_sources=cuda_src)\n')
+    patch = RECIPES["cuda_bounds_check"].propose(src)[0]
+    assert parses(patch.new_src) and "cuda_unguarded_store" not in tags(patch.new_src)
+    assert '"    int i = blockIdx.x * blockDim.x + threadIdx.x;\\n"' in patch.new_src
+    assert "\\n" in patch.new_src.split("threadIdx.x;")[1].split("y[i]")[0]
+
+
+def test_registered_with_their_classes():
+    from debugger.recipes import for_bug_class
+
+    for name, cls in (("cuda_ceil_div_grid", "grid_undercount"), ("cuda_grid_stride_loop", "grid_undercount"),
+                      ("cuda_bounds_check", "mask_missing"), ("cuda_decode_on_copy", "unwritten_output"),
+                      ("cuda_float_accumulator", "low_precision_accumulator")):
+        assert RECIPES[name] in for_bug_class(cls)
+    assert [r.id for r in CUDA.recipes()] == [r.id for r in lang.recipes()]
+
+
+def test_the_kb_backend_proposes_the_recipe_of_the_diagnosed_class():
+    from debugger.backends.kb import KBBackend
+
+    for name in IDS:
+        case = CASES[name]
+        cls = RECIPES[case.recipe].bug_classes[0]
+        diagnosis = {"hypotheses": [{"bug_class": cls, "confidence": 0.9, "supported": True, "lines": [],
+                                     "evidence": [case.fact]},
+                                    {"bug_class": "other", "confidence": 0.1, "supported": False, "lines": []}]}
+        proposals = KBBackend().propose(case.src, diagnosis, {"patterns": []}, {})
+        assert proposals and proposals[0].recipe == case.recipe, (name, [(p.recipe, p.score) for p in proposals[:4]])
+
+
+# -- on a GPU --------------------------------------------------------------------------------------------
+_counter = itertools.count()
+
+
+def _compile(src: str, tmp_path):
+    """Run the candidate file in a fresh namespace (load_inline builds it under a name of its own)."""
+    import os
+
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    unique = f"kdebug_cuda_recipe_{os.getpid()}_{next(_counter)}"
+    namespace: dict = {"__name__": unique}
+    exec(compile(src.replace('name="kdebug_cuda_recipe"', f'name="{unique}"'), unique, "exec"), namespace)
+    return namespace["ModelNew"]()
+
+
+def _agrees(model, case: Case) -> bool:
+    import torch
+
+    torch.manual_seed(0)
+    x, w = case.inputs()
+    try:
+        out = model(x, w)
+        torch.cuda.synchronize()
+    except RuntimeError:
+        return False
+    expected = case.reference(x, w)
+    return out.shape == expected.shape and torch.allclose(out.float(), expected.float(), atol=case.atol, rtol=1e-3)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("name", IDS)
+def test_on_the_gpu_before_fails_and_after_passes(name, tmp_path):
+    case = CASES[name]
+    patch = first_patch(case)
+    assert not _agrees(_compile(case.src, tmp_path), case), "the faulty kernel agrees with the reference"
+    assert _agrees(_compile(patch.new_src, tmp_path), case), patch.description
+
+
+def test_unified_diff_is_small():
+    """Sanity: a fix is a few lines, not a rewrite of the file."""
+    for name in IDS:
+        case = CASES[name]
+        diff = list(difflib.unified_diff(case.src.splitlines(), first_patch(case).new_src.splitlines(), n=0))
+        changed = [d for d in diff if d[:1] in "+-" and not d.startswith(("+++", "---"))]
+        assert 0 < len(changed) <= 24, (name, len(changed))
