@@ -25,22 +25,29 @@ def default_tolerance(dtype: torch.dtype, device: str) -> tuple[float, float]:
     return DEFAULT_TOLERANCE.get(dtype, (1e-4, 1e-4))
 
 
-def wrong_mask(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-    """Elements where the candidate is wrong: beyond tolerance, or a NaN/Inf pattern mismatch."""
+def wrong_mask(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
+               floor: torch.Tensor | None = None) -> torch.Tensor:
+    """Elements where the candidate is wrong: beyond tolerance, or a NaN/Inf pattern mismatch.
+    `floor` (per element, optional): an absolute error the element is never held below (the
+    reference's own rounding error there, debugger/sandbox/noise.py)."""
     c = cand.double()
     r = ref.double()
     c_nan, r_nan = torch.isnan(c), torch.isnan(r)
     c_inf, r_inf = torch.isinf(c), torch.isinf(r)
     finite = ~(c_nan | r_nan | c_inf | r_inf)
     err = torch.where(finite, (c - r).abs(), torch.zeros((), dtype=c.dtype, device=c.device))
-    bad = finite & (err > atol + rtol * r.abs())
+    tol = atol + rtol * r.abs()
+    if floor is not None:
+        tol = torch.maximum(tol, floor.to(device=tol.device, dtype=tol.dtype))
+    bad = finite & (err > tol)
     bad |= c_nan ^ r_nan
     bad |= (c_inf | r_inf) & ~(c_nan | r_nan) & (c != r)
     return bad
 
 
-def output_stats(index: int, cand, ref, ref_dtype: torch.dtype, atol: float, rtol: float) -> dict:
-    """Stats of one output (a dict of OutputStats fields)."""
+def output_stats(index: int, cand, ref, ref_dtype: torch.dtype, atol: float, rtol: float,
+                 floor: torch.Tensor | None = None) -> dict:
+    """Stats of one output (a dict of OutputStats fields); `floor` as in wrong_mask."""
     if not isinstance(ref, torch.Tensor):
         ok = cand == ref
         return {"index": index, "shape": [], "dtype": type(ref).__name__, "passed": bool(ok),
@@ -57,7 +64,7 @@ def output_stats(index: int, cand, ref, ref_dtype: torch.dtype, atol: float, rto
                            f"expected {base['dtype']}"}
     c = cand.to(ref.device).double()
     r = ref.double()
-    bad = wrong_mask(c, r, atol, rtol)
+    bad = wrong_mask(c, r, atol, rtol, floor if floor is not None and floor.shape == r.shape else None)
     finite = torch.isfinite(c) & torch.isfinite(r)
     err = torch.where(finite, (c - r).abs(), torch.zeros((), dtype=torch.float64, device=c.device))
     rel = err / r.abs().clamp_min(max(atol, 1e-12))

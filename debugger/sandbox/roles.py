@@ -50,6 +50,12 @@ def _plain(t):
     return None
 
 
+# A candidate element within NOISE_MARGIN times the reference's own rounding error there passes; the
+# floor is measured only for a candidate within NOISE_GUARD times the reference's largest such error.
+NOISE_MARGIN = 2.0
+NOISE_GUARD = 4.0
+
+
 class ReferenceRole:
     """Holds the reference and its outputs for the current check."""
 
@@ -84,6 +90,7 @@ class ReferenceRole:
         self.pending_capture = (ref64, xs) if spec.get("capture") else None
         del xs
         self.native, self.ref64 = native, ref64
+        self.last_spec, self.floors = spec, None  # the noise floors are measured only when needed
         self.dtypes = [o.dtype if isinstance(o, torch.Tensor) else None for o in native]
         self.native_err = [self._native_error(n, r) for n, r in zip(native, ref64)]
         if spec.get("fingerprint"):
@@ -142,6 +149,29 @@ class ReferenceRole:
                 a = max(a, 2.0 * err)
         return a, r
 
+    def _within_noise(self, i: int, stats: dict) -> bool:
+        """A candidate no further off than a few times the reference's own largest rounding error:
+        only then is measuring the per-element floor worth the reference's extra runs."""
+        err = self.native_err[i] if i < len(getattr(self, "native_err", [])) else 0.0
+        worst = stats.get("max_abs_err")
+        return err > 0 and worst is not None and worst == worst and worst <= NOISE_GUARD * err
+
+    def _floor(self, i: int):
+        """The reference's own per-element rounding error on this check's inputs (measured once)."""
+        spec = getattr(self, "last_spec", None)
+        if spec is None or spec.get("kind") == "kernelbench":
+            return None
+        if self.floors is None:
+            from debugger.sandbox.noise import noise_floors
+            try:
+                model = self.models[_model_key(spec)]
+                xs = inputs.draw_inputs(self.module, spec, self.device)
+                _seed_forward(spec)
+                self.floors = noise_floors(model, xs, self.native, self.ref64)
+            except Exception:  # noqa: BLE001 - no floor: the plain tolerance stands
+                self.floors = [None] * len(self.native)
+        return self.floors[i] if i < len(self.floors) else None
+
     def compare(self, header: dict, blob: bytes) -> tuple[dict, None]:
         """Stats of one candidate run's outputs; run 2 also reports its drift from run 1."""
         # On the reference's device: GPU-sized comparisons (stats, drift) are slow on a shared host's CPUs.
@@ -168,6 +198,14 @@ class ReferenceRole:
                         alt = compare.output_stats(i, c, self.native[i], self.dtypes[i], a, rt)
                         if alt["passed"]:
                             s = alt
+                        elif self._within_noise(i, s):
+                            # Elements whose own rounding error in the reference exceeds the tolerance
+                            # (cancellation): judged against that error, measured (sandbox/noise.py).
+                            floor = self._floor(i)
+                            if floor is not None:
+                                alt = compare.output_stats(i, c, r, self.dtypes[i], a, rt, floor=NOISE_MARGIN * floor)
+                                if alt["passed"]:
+                                    s = alt
                     stats.append(s)
             results.append(stats)
         drift = None
