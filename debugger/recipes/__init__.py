@@ -15,6 +15,7 @@ from debugger.recipes.base import Patch, Recipe, RecipeLike
 from debugger.recipes.bounds import MaskBoundNumel
 from debugger.recipes.control import DropEarlyReturn
 from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
+from debugger.recipes.gpu_faults import AtomicReadModifyWrite, Int64OffsetTerms, TwoLaunchCarry
 from debugger.recipes.grid import BlockCoversRow, GridCdiv, SwapProgramIdAxis
 from debugger.recipes.layout import DotIeeePrecision, DotOperandTranspose, ContiguousView
 from debugger.recipes.masks import AddMask, FixMaskBound, KTailMask
@@ -40,6 +41,7 @@ _ALL: list[Recipe] = [
     WidenAccumulator(), OutputDtype(), Int64Offsets(), DotIeeePrecision(),
     # elementwise math
     ActivationConstant(), GeluVariant(), StableActivation(), DropRepeatedTransform(),
+    Int64OffsetTerms(), AtomicReadModifyWrite(), TwoLaunchCarry(),  # faults only a GPU shows (gpu_faults.py)
 ]
 
 RECIPES: dict[str, Recipe] = {r.id: r for r in _ALL}
