@@ -4,7 +4,8 @@
 the dependence on input sets, static facts and recipe sites from the source, the probes of an
 instrumented copy (CPU interpreter), localisation across kernels (which kernel's output departs
 first from the reference's intermediates), and counterfactual experiments (recipe patches, both
-models in eval mode), then ranks bug-class hypotheses with their evidence and source lines. A
+models in eval mode; on a GPU also tf32, int64, serialised and repeated runs: gpu_experiments.py),
+then ranks bug-class hypotheses with their evidence and source lines. A
 candidate whose kernel passes with Model's weights mapped in but fails KernelBench's verdict is
 diagnosed from the parameter correspondence (diagnose/semantics.py).
 """
@@ -199,10 +200,18 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     # mostly poison) makes the verdict now: a slow candidate must not spend minutes on guesses.
     early = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, [])) \
         if report.status in ("mismatch", "runtime_error") else None
-    if experiments and report.status in ("mismatch", "runtime_error") and early is None:
+    if experiments and early is None and device == "cuda":  # faults only a GPU shows (gpu_experiments.py)
+        from debugger.diagnose.gpu_experiments import run_gpu_experiments
+        spans = [obs.get("largest_launch_tensor_bytes") for obs in ev.observations.values()]
+        diag.experiments, gpu_tags = run_gpu_experiments(
+            case, report, device, timeout, experiment_seconds,
+            launch_bytes=max(spans) if spans and None not in spans else None)
+        tags |= gpu_tags
+    gpu_fixed = any(e.get("gpu") and e["result"] == "fixed" for e in diag.experiments)
+    if experiments and report.status in ("mismatch", "runtime_error") and early is None and not gpu_fixed:
         # experiments are how support is found: they follow the raw scores, not the support order
         order = [h["bug_class"] for h in sorted(prelim, key=lambda h: -h.get("raw_score", h["score"]))]
-        diag.experiments = run_experiments(case, report, patches + guesses, order,
+        diag.experiments += run_experiments(case, report, patches + guesses, order,
                                            device=device,
                                            budget=experiment_budget, timeout=timeout, seconds=experiment_seconds)
     findings = []

@@ -1,0 +1,199 @@
+"""The GPU-only experiments and their recipes, checked on the CPU: the rewrites statically (what they
+change, that they parse and change nothing else), the serialised launch on the interpreter (it
+computes what the candidate computes), and the experiments' flow with a stand-in evaluation (the
+experiment that passes names the class, and its patch leads the kb's proposals)."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from debugger.backends.kb import KBBackend
+from debugger.case import load_case
+from debugger.diagnose import gpu_experiments as gx
+from debugger.diagnose import ranking
+from debugger.recipes import RECIPES
+from debugger.recipes.syntax import parses
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = REPO / "eval" / "cases"
+TF32 = "low_precision_accumulator__matmul_tf32__gpu"
+INT32 = "index_overflow__row_sum_int8__gpu"
+RACE = "write_race__column_sum_rmw__gpu"
+CARRY = "scan_semantics__block_carry_cumsum__gpu"
+
+
+def src(case: str, name: str = "candidate") -> str:
+    return (CASES / case / f"{name}.py").read_text()
+
+
+# -- the rewrites ---------------------------------------------------------------------------------
+
+def test_ieee_patch_sets_every_dot_and_only_there():
+    p = gx.ieee_patch(src(TF32))
+    assert p is not None and p.recipe == "dot_ieee_precision" and p.bug_class == "low_precision_accumulator"
+    assert p.new_src == src(TF32, "fixed")
+    assert gx.ieee_patch(src(TF32, "fixed")) is None and gx.ieee_patch(src(RACE)) is None
+
+
+def test_int64_patch_widens_row_and_column_terms():
+    p = gx.int64_patch(src(INT32))
+    assert p.recipe == "int64_offset_terms" and p.bug_class == "index_overflow"
+    assert "row.to(tl.int64) * stride_r + cols.to(tl.int64) * stride_c" in p.new_src
+    assert p.new_src == src(INT32, "fixed")
+    assert gx.int64_patch(src(INT32, "fixed")) is None  # nothing left to widen
+
+
+def test_int64_terms_cast_the_tensor_factor_not_the_scalar():
+    s = src(TF32)
+    p = gx.int64_patch(s)
+    assert "pid_m.to(tl.int64) * BLOCK_M" in p.new_src and "offs_m[:, None].to(tl.int64) * stride_am" in p.new_src
+    assert "stride_am.to" not in p.new_src and parses(p.new_src)
+    # unforced, without the int32_offsets symptom, the recipe keeps quiet (it changes nothing on the CPU)
+    assert RECIPES["int64_offset_terms"].propose(s) == []
+    assert RECIPES["int64_offset_terms"].propose(s, {"symptoms": ["int32_offsets"]})
+
+
+def test_serial_source_offsets_program_ids_and_wraps_launches():
+    out = gx.serial_source(src(RACE))
+    assert parses(out) and "def _kd_serial(kernel, grid):" in out
+    assert "pid_c = (tl.program_id(0) + _kd_pid0)" in out and "pid_r = (tl.program_id(1) + _kd_pid1)" in out
+    assert "_kd_serial(column_sum_kernel, grid)(x, out" in out
+    assert "do_not_specialize=" in out and "_kd_np2=0" in out
+    assert "column_sum_kernel[grid]" not in out
+    assert gx.serial_class(src(RACE)) == "write_race" and gx.serial_class(src(CARRY)) == "scan_semantics"
+
+
+def test_serial_source_maps_num_programs_and_refuses_computed_axes():
+    s = src(CARRY).replace("pid = tl.program_id(0)", "pid = tl.program_id(0) + 0 * tl.num_programs(0)")
+    assert "0 * _kd_np0" in gx.serial_source(s)
+    assert gx.serial_source(src(CARRY).replace("tl.program_id(0)", "tl.program_id(AX)")) is None
+    assert gx.serial_source("import torch\nx = 1\n") is None
+
+
+def test_serial_launch_computes_the_same_on_the_interpreter():
+    from debugger.evaluate import evaluate
+
+    case = load_case(CASES / CARRY)
+    rep = evaluate(case.with_candidate(gx.serial_source(case.candidate_src)), "cpu",
+                   checks=[{"name": "seed0", "kind": "seed", "seed": 0}], timeout=120)
+    assert rep.status == "pass", rep.message
+
+
+# -- the recipes ----------------------------------------------------------------------------------
+
+def test_atomic_rmw_replaces_the_plain_accumulation():
+    ps = RECIPES["atomic_rmw"].propose(src(RACE))
+    assert len(ps) == 1 and ps[0].new_src == src(RACE, "fixed") and ps[0].bug_class == "write_race"
+    assert RECIPES["atomic_rmw"].propose(src(RACE, "fixed")) == []
+    # one program per output element: nothing is shared, nothing proposed
+    own = src(RACE).replace("pid_r = tl.program_id(1)", "pid_r = 0").replace(
+        "grid = (triton.cdiv(n_cols, BLOCK_C), triton.cdiv(n_rows, BLOCK_R))", "grid = (triton.cdiv(n_cols, BLOCK_C),)")
+    assert RECIPES["atomic_rmw"].propose(own) == []
+
+
+def test_two_launch_carry_launches_again_only_when_idempotent():
+    ps = RECIPES["two_launch_carry"].propose(src(CARRY))
+    assert len(ps) == 1 and ps[0].bug_class == "scan_semantics"
+    assert ps[0].new_src.count("block_scan_kernel[(n_blocks,)](x, out, sums, n, BLOCK=BLOCK)") == 2
+    assert RECIPES["two_launch_carry"].propose(src(CARRY, "fixed")) == []  # launched twice already
+    # a block total that feeds on what it reads back changes with every launch: no proposal
+    feedback = src(CARRY).replace("tl.store(sums_ptr + pid, tl.sum(x, axis=0))",
+                                  "tl.store(sums_ptr + pid, tl.sum(x, axis=0) + tl.load(sums_ptr + pid - 1))")
+    assert RECIPES["two_launch_carry"].propose(feedback) == []
+    assert RECIPES["two_launch_carry"].propose(src(RACE)) == []  # reads back only its own addresses
+
+
+# -- the experiments' flow, with a stand-in evaluation --------------------------------------------
+
+def _report(status="mismatch", drift=None, names=("transposed",)):
+    checks = [SimpleNamespace(name=n, kind="layout", spec={"name": n, "kind": "layout", "seed": 21},
+                              passed=False, status=status, drift=drift, max_abs_err=1.0) for n in names]
+    return SimpleNamespace(status=status, failed_checks=checks, checks=checks, message="wrong")
+
+
+def _fake_evaluate(passes):
+    calls = []
+
+    def evaluate(case, device, checks=None, timeout=None, **kw):
+        calls.append(case.candidate_src)
+        ok = passes(case.candidate_src)
+        cs = [SimpleNamespace(name=s["name"], passed=ok, status="pass" if ok else "mismatch", drift=0.0,
+                              max_abs_err=0.0 if ok else 1.0) for s in checks]
+        return SimpleNamespace(status="pass" if ok else "mismatch", failed_checks=[c for c in cs if not c.passed],
+                               checks=cs, message="")
+    return evaluate, calls
+
+
+def _patch_evaluate(monkeypatch, passes):
+    import debugger.diagnose.experiments as exps
+    import debugger.evaluate as ev
+
+    fake, calls = _fake_evaluate(passes)
+    monkeypatch.setattr(ev, "evaluate", fake)
+    monkeypatch.setattr(exps, "evaluate", fake)
+    return calls
+
+
+def test_nothing_runs_off_a_gpu(monkeypatch):
+    calls = _patch_evaluate(monkeypatch, lambda s: True)
+    assert gx.run_gpu_experiments(load_case(CASES / TF32), _report(), "cpu") == ([], set())
+    assert calls == []
+
+
+def test_ieee_experiment_names_tf32_and_its_patch_leads(monkeypatch):
+    case = load_case(CASES / TF32)
+    calls = _patch_evaluate(monkeypatch, lambda s: 'input_precision="ieee"' in s)
+    exps, tags = gx.run_gpu_experiments(case, _report(), "cuda")
+    assert [(e["recipe"], e["result"]) for e in exps] == [("dot_ieee_precision", "fixed")] and len(calls) == 1
+    hyps = ranking.rank(set(), [], exps)
+    assert hyps[0]["bug_class"] == "low_precision_accumulator"
+    diagnosis = {"hypotheses": hyps, "experiments": exps, "evaluation": {"checks": []}}
+    first = KBBackend().propose(case.candidate_src, diagnosis, {}, {"atol": 1e-3})[0]
+    assert first.recipe == "dot_ieee_precision" and first.new_src == src(TF32, "fixed")
+
+
+def test_int64_experiment_names_overflow_and_is_gated_by_size(monkeypatch):
+    case = load_case(CASES / INT32)
+    _patch_evaluate(monkeypatch, lambda s: "cols.to(tl.int64)" in s)
+    exps, _ = gx.run_gpu_experiments(case, _report(), "cuda", launch_bytes=1 << 31)
+    assert exps[0]["recipe"] == "int64_offset_terms" and exps[0]["result"] == "fixed"
+    hyps = ranking.rank(set(), [], exps)
+    assert hyps[0]["bug_class"] == "index_overflow"
+    diagnosis = {"hypotheses": hyps, "experiments": exps, "evaluation": {"checks": []}}
+    first = KBBackend().propose(case.candidate_src, diagnosis, {}, {})[0]
+    assert first.recipe == "int64_offset_terms" and first.new_src == src(INT32, "fixed")
+    small, _ = gx.run_gpu_experiments(case, _report(), "cuda", launch_bytes=1 << 20)  # cannot overflow
+    assert "int64_offset_terms" not in [e["recipe"] for e in small]
+
+
+@pytest.mark.parametrize("case_name,cls,recipe", [(RACE, "write_race", "atomic_rmw"),
+                                                  (CARRY, "scan_semantics", "two_launch_carry")])
+def test_serial_experiment_names_the_race_then_its_recipe_runs(monkeypatch, case_name, cls, recipe):
+    case = load_case(CASES / case_name)
+    fixed = src(case_name, "fixed")
+    _patch_evaluate(monkeypatch, lambda s: "_kd_serial(" in s or s.strip() == fixed.strip()
+                    or "tl.atomic_add(out_ptr + cols, partial" in s or s.count("block_scan_kernel[(n_blocks,)]") == 2)
+    exps, tags = gx.run_gpu_experiments(case, _report(drift=0.5), "cuda", launch_bytes=1 << 20)
+    by = {e["recipe"]: e for e in exps}
+    assert by["serial_launch"]["result"] == "fixed" and by["serial_launch"]["bug_class"] == cls
+    assert by[recipe]["result"] == "fixed"
+    assert "repeat_run" in by
+    hyps = ranking.rank(set(), [], exps)
+    assert hyps[0]["bug_class"] == cls
+    diagnosis = {"hypotheses": hyps, "experiments": exps, "evaluation": {"checks": []}}
+    assert KBBackend().propose(case.candidate_src, diagnosis, {}, {})[0].recipe == recipe
+
+
+def test_repeated_run_tags_drift(monkeypatch):
+    import debugger.evaluate as ev
+
+    def drifting(case, device, checks=None, timeout=None, **kw):
+        cs = [SimpleNamespace(name=s["name"], passed=False, status="mismatch", drift=0.25 * i, max_abs_err=1.0 + i)
+              for i, s in enumerate(checks)]
+        return SimpleNamespace(status="mismatch", failed_checks=cs, checks=cs, message="")
+
+    monkeypatch.setattr(ev, "evaluate", drifting)
+    record, drifted = gx.repeated_run(load_case(CASES / RACE), {"name": "seed0", "seed": 0}, "cuda", 60)
+    assert drifted and record["result"] == "drift" and "0.5" in record["description"]
