@@ -178,6 +178,26 @@ def test_a_dtype_test_is_not_a_value_branch_and_an_empty_exit_is_not_a_special_c
     assert "shape_special_case" in rejected(shape_case, RELU)
 
 
+def test_an_empty_exit_through_a_named_count_is_not_a_special_case():
+    """`n = x.numel(); if n == 0: return <an allocation>` (the form of TritonBench's sum_std answer) is the same empty
+    exit as `if x.numel() == 0`; a name bound to a count and compared with a size it is not."""
+    src = triton_candidate(f"""
+        n_elements = x.numel()
+        if n_elements == 0:
+            return torch.empty_like(x)
+        out = torch.empty_like(x)
+        y = x
+        {RELU_LAUNCH}
+        return out
+    """)
+    assert rejected(src, RELU) == set(), static_findings(src, RELU)
+    assert rejected(src.replace("if n_elements == 0:", "if not n_elements:"), RELU) == set()
+    for shortcut in ("if n_elements == 1024:", "if n_elements:"):
+        assert rejected(src.replace("if n_elements == 0:", shortcut), RELU), shortcut
+    rebound = src.replace("n_elements = x.numel()", "n_elements = x.numel()\n        n_elements = n_elements - 6400")
+    assert rejected(rebound, RELU)
+
+
 def test_keeping_the_reference_conv_in_pytorch_is_kernelbench_but_not_strict():
     src = triton_candidate(f"y = self.conv(x)\nout = torch.empty_like(y)\n{RELU_LAUNCH}\nreturn out")
     assert rejected(src, CONV_RELU) == set()

@@ -27,6 +27,8 @@ _CONFIG_METHODS = {"is_contiguous", "dim", "ndimension", "is_floating_point", "i
 _EMPTY = re.compile(r"^\s*(not\s+)?[\w.\[\]]+\.(numel|nelement)\(\)\s*(==\s*0)?\s*$|"
                     r"^\s*[\w.\[\]]+\.(numel|nelement)\(\)\s*==\s*0\s*$|"
                     r"^\s*[\w.]+\.(shape\[\s*-?\d+\s*\]|size\(\s*-?\d*\s*\))\s*==\s*0\s*$")
+_NAMED_EMPTY = re.compile(r"^\s*(?:not\s+(\w+)|(\w+)\s*==\s*0)\s*$")
+_COUNT = re.compile(r"^\s*[\w.\[\]]+\.(numel|nelement)\(\)\s*$|^\s*[\w.]+\.(shape\[\s*-?\d+\s*\]|size\(\s*-?\d+\s*\))\s*$")
 _FALSY_DEFAULTS = {"False", "None", "0"}
 
 
@@ -80,8 +82,23 @@ def is_training_test(condition: Node) -> bool:
 
 
 def is_empty_guard(condition: Node) -> bool:
-    """`x.numel() == 0`, `not x.numel()`, `x.shape[0] == 0`: an early exit for empty tensors."""
-    return bool(_EMPTY.match(text(condition)))
+    """`x.numel() == 0`, `not x.numel()`, `x.shape[0] == 0`: an early exit for empty tensors; also
+    `n == 0` and `not n` where every assignment to `n` before the test is such a count (`n = x.numel()`)."""
+    return bool(_EMPTY.match(text(condition))) or _named_count_is_zero(condition)
+
+
+def _named_count_is_zero(condition: Node) -> bool:
+    m = _NAMED_EMPTY.match(text(condition))
+    fn = condition.parent
+    while fn is not None and fn.type != "function_definition":
+        fn = fn.parent
+    if not m or fn is None:
+        return False
+    name = m.group(1) or m.group(2)
+    bound = [n.child_by_field_name("right") for n in walk(fn)
+             if n.type == "assignment" and n.end_byte <= condition.start_byte
+             and text(n.child_by_field_name("left")) == name]
+    return bool(bound) and all(rhs is not None and _COUNT.match(text(rhs)) for rhs in bound)
 
 
 def is_configuration_test(condition: Node) -> bool:

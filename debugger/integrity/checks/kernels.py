@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from debugger.integrity import ops
+from debugger.integrity import branches, ops
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
 from debugger.integrity.syntax import call_args, enclosing, line, strip_parens, text, walk
@@ -43,8 +43,10 @@ def decoy_kernel(ctx: Context) -> list[Finding]:
 def _guarded_by_empty_check(node: Node) -> bool:
     """True inside `if x.numel() == 0:`-style guards, where returning the input or an empty tensor is fine."""
     branch = enclosing(node, "if_statement")
-    condition = text(branch.child_by_field_name("condition")) if branch is not None else ""
-    return ("numel()" in condition or "shape" in condition or "size(" in condition) and "0" in condition
+    cond = branch.child_by_field_name("condition") if branch is not None else None
+    condition = text(cond) if cond is not None else ""
+    return ("numel()" in condition or "shape" in condition or "size(" in condition) and "0" in condition \
+        or (cond is not None and branches.is_empty_guard(cond))
 
 
 def _forward_returns(ctx: Context) -> list[Node]:
