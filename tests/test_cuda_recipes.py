@@ -137,6 +137,8 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 '''
 
 # -- mask_missing: no bounds check (the overflow lands in the second half of the same buffer) -------
+# Sizes keep the reads past the input inside its allocation's 512-byte rounding: no illegal address,
+# which would poison the CUDA context of the tests after it.
 UNGUARDED_1D = '''
 __global__ void shift(const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -224,7 +226,8 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 }
 '''
 
-# -- low_precision_accumulator: half sums --------------------------------------------------------------
+# -- low_precision_accumulator: half sums (past 2048 a half's spacing is 2: addends below 1 vanish) ----
+# PyTorch compiles extensions with __CUDA_NO_HALF_OPERATORS__ / _CONVERSIONS__: only intrinsics here.
 HALF_ROW_SUM = '''
 __global__ void row_sum(const __half* x, __half* y, int rows, int cols) {
     int row = blockIdx.x * blockDim.x + threadIdx.x;
@@ -249,7 +252,7 @@ __global__ void matvec(const half* a, const half* v, half* y, int rows, int cols
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r < rows) {
         half sum = __float2half(0.0f);
-        for (int k = 0; k < cols; k++) sum += __hmul(a[r * cols + k], v[k]);
+        for (int k = 0; k < cols; k++) sum = __hfma(a[r * cols + k], v[k], sum);
         y[r] = sum;
     }
 }
@@ -320,16 +323,16 @@ CASES = {
     "bounds_1d": Case("cuda_bounds_check", "cuda_unguarded_store", UNGUARDED_1D,
                       lambda: (_randn(1000), _empty()), _stack(lambda x: 2 * x, lambda x: x + 1), "scale"),
     "bounds_2d": Case("cuda_bounds_check", "cuda_unguarded_store", UNGUARDED_2D,
-                      lambda: (_randn(50, 37), _empty()), _stack(lambda x: x.clamp(min=0), lambda x: x), "relu_2d"),
+                      lambda: (_randn(48, 37), _empty()), _stack(lambda x: x.clamp(min=0), lambda x: x), "relu_2d"),
     "decode_nchw": Case("cuda_decode_on_copy", "cuda_index_divided_in_place", DECODE_NCHW,
                         lambda: (_randn(2, 3, 5, 7), _randn(3)), _bias_add, "bias_add"),
     "decode_ncl": Case("cuda_decode_on_copy", "cuda_index_divided_in_place", DECODE_NCL,
                        lambda: (_randn(3, 4, 9), _randn(4)), _scale_shift, "scale_shift"),
     "float_acc_row_sum": Case("cuda_float_accumulator", "cuda_half_accumulator", HALF_ROW_SUM,
-                              lambda: (_rand(33, 4096), _empty()), lambda x, w: x.float().sum(1).half(), "row_sum",
+                              lambda: (_rand(33, 8192), _empty()), lambda x, w: x.float().sum(1).half(), "row_sum",
                               atol=0.5),
     "float_acc_matvec": Case("cuda_float_accumulator", "cuda_half_accumulator", HALF_MATVEC,
-                             lambda: (_rand(65, 2048), _rand(2048)), lambda a, v: (a.float() @ v.float()).half(),
+                             lambda: (_rand(65, 16384), _rand(16384)), lambda a, v: (a.float() @ v.float()).half(),
                              "matvec", atol=0.5),
 }
 IDS = list(CASES)
@@ -432,7 +435,7 @@ def test_float_accumulator_shadows_the_half_sum():
     assert "    }\n    acc = __float2half(acc_f);\n    y[row] = acc;" in row
     assert row.count("float kdebug_to_float(__half v)") == 1
     mv = first_patch(CASES["float_acc_matvec"]).new_src
-    assert "sum_f += kdebug_to_float(__hmul(a[r * cols + k], v[k]));" in mv
+    assert "sum_f += kdebug_to_float(a[r * cols + k]) * kdebug_to_float(v[k]);" in mv
 
 
 def test_a_clean_kernel_gets_no_cuda_patch():
