@@ -186,8 +186,12 @@ def test_required_recipe_ids_present():
     # int64_offsets needs a 2**31-element tensor (a slow test of its own); dot_ieee_precision changes
     # nothing on the interpreter (tf32 exists only on a GPU): tested statically in tests/test_real_faults.py
     # contiguous_view proposes only with the run's error as its hint (tests/test_real_faults.py)
+    # the languages' recipes (CUDA's: tests/test_cuda_recipes.py) register when debugger.lang loads
+    from debugger import lang
+
     assert {r for case in CASES.values() for r in [case[0]]} | {"int64_offsets", "dot_ieee_precision",
-                                                                 "contiguous_view"} | GPU_ONLY >= set(RECIPES)
+                                                                 "contiguous_view"} | GPU_ONLY \
+        | {r.id for r in lang.recipes()} >= set(RECIPES)
 
 
 # what only a GPU shows (its patch changes nothing on the interpreter): tests/test_gpu_experiments.py
