@@ -11,6 +11,8 @@ failing checks, turns a suspicion into evidence:
   so that the patch that really fixes it is the first proposal.
 - repeated run: the first failing check run several times; outputs that differ run to run (drift)
   are a race or a cross-program dependency (the tag run_to_run_drift).
+The last two run only where the source has a shape a race needs (or the run drifted already), the
+int64 one only where a launch's tensors span 2^31 bytes: a GPU benchmark pays for none elsewhere.
 Each record has the shape of debugger/diagnose/experiments.py's (recipe, bug_class, result, ...).
 """
 from __future__ import annotations
@@ -189,8 +191,10 @@ def run_gpu_experiments(case: Case, report, device: str, timeout: float = 120.0,
                            patch.new_src, rep, patch.sites))
         if out[-1]["result"] == "fixed":
             return out, tags
+    if not race_suspected(src, report):
+        return out, tags
     serial = serial_source(src)
-    if serial is not None and not spent() and race_suspected(src, report):
+    if serial is not None and not spent():
         cls = serial_class(src)
         rep = evaluate(case.with_candidate(serial), device, checks=specs, timeout=timeout)
         out.append(_record(case, report, "serial_launch", cls,

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The benchmark's GPU-only cases (case.toml `needs = "cuda"`: faults Triton's interpreter cannot show,
+# which `kdebug bench --device cpu` skips) repaired on the GPU at their [gpu] sizes with the kb backend,
+# in one device command: eval/gpu_parallel.sh's `repair` mode on just those cases (it installs the
+# carried kdebug wheel from .whl/ first: build it with eval/gpu_wheels.sh, carry .whl).
+#
+#   OUT=/tmp/gpu [CASE_LIMIT_S=520] eval/gpu_only_cases.sh
+#
+# Writes what `repair` writes (OUT/merged.md, OUT/repairs.tar.gz, OUT/trace_summary.txt) and
+# OUT/gpu_only.md: per case the diagnosed class against the true one, the fixing recipe, and the
+# verdict of the independent verification on fresh inputs (bench's verify, with the integrity gate).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="$(realpath -m "${OUT:-$PWD/bench-gpu-out}")"
+WORK="$(realpath -m "${WORK:-/tmp/kdebug-gpu-work}")"
+mapfile -t CASES < <(grep -l '^needs *= *"cuda"' eval/cases/*/case.toml | xargs -n1 dirname | xargs -n1 basename)
+[ "${#CASES[@]}" -gt 0 ] || { echo "no case.toml with needs = \"cuda\" under eval/cases" >&2; exit 2; }
+echo "GPU-only cases: ${CASES[*]}"
+OUT="$OUT" WORK="$WORK" CASES_LIST="${CASES[*]}" JOBS="${JOBS:-${#CASES[@]}}" CASE_LIMIT_S="${CASE_LIMIT_S:-520}" \
+  bash eval/gpu_parallel.sh repair
+rc=$?
+"${PYTHON:-python3}" - "$WORK" "${CASES[@]}" > "$OUT/gpu_only.md" <<'PY'
+import json
+import sys
+from pathlib import Path
+
+work, names = Path(sys.argv[1]), sys.argv[2:]
+print("| case | status | true class | diagnosed | recipe | iterations | verified on fresh inputs | seconds |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+for name in names:
+    try:
+        rec = json.loads((work / f"{name}.json").read_text())["per_case"][0]
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        print(f"| {name} | no result ({type(e).__name__}) | | | | | | |")
+        continue
+    v = rec.get("verification") or {}
+    print(f"| {name} | {rec.get('status')} | {rec.get('true_class')} | {rec.get('diagnosed_class')} | "
+          f"{rec.get('recipe') or '-'} | {rec.get('iterations')} | {v.get('correct')} (gate {v.get('gate')}) | "
+          f"{rec.get('seconds')} |")
+PY
+cat "$OUT/gpu_only.md"
+exit $rc
