@@ -212,8 +212,10 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
         # a few failing checks are screened in full: one that no patch can pass (a precision limit) must
         # not hide the progress on the others
         screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=len(failing) > 4,
-                                semantics=ctx.evaluation_semantics).report
-        if not screen.passed and not any(c.passed for c in screen.checks):
+                                semantics=ctx.evaluation_semantics, sizes=ctx.loop_sizes).report
+        # A screen whose checks did not all run (memory, time) says nothing: the full evaluation judges.
+        ran = not any(c.status == "skipped" for c in screen.checks)
+        if ran and not screen.passed and not any(c.passed for c in screen.checks):
             # Judge progress on the same footing as the best version: the checks it failed. A screen
             # that turned some of them green is progress: the full evaluation below judges it.
             score = screen.error_score()

@@ -1,0 +1,54 @@
+"""The repair loop's screen (the failing checks of the best version, run first on a proposal): it runs
+at the loop's sizes, and a screen whose checks could not all run is no verdict on the proposal."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from debugger.records import CheckResult, EvalReport
+from debugger.repair import nodes
+from debugger.repair.state import Limits, RunContext
+
+
+def _report(status: str, checks: list[CheckResult], semantics: str = "both") -> EvalReport:
+    return EvalReport(status=status, checks=checks, semantics=semantics)
+
+
+def _state() -> dict:
+    failing = {"name": "kb_trial0", "kind": "kernelbench", "passed": False, "status": "mismatch",
+               "spec": {"name": "kb_trial0", "kind": "kernelbench"}}
+    return {"case_name": "c", "reference_src": "", "candidate_src": "NEW = 1\n", "best_src": "OLD = 1\n",
+            "best_report": {"checks": [failing]}, "diagnosis": {}}
+
+
+def _runtime(sizes: str) -> SimpleNamespace:
+    ctx = RunContext(device="cpu", limits=Limits(), kb_backend=None, model_backend=None, knowledge=None,
+                     ledger=None, run_id="t", semantics="kernelbench", sizes=sizes)
+    return SimpleNamespace(context=ctx)
+
+
+def test_a_screen_that_could_not_run_falls_through_to_the_full_evaluation(monkeypatch):
+    calls = []
+
+    def fake(case, device, **kw):
+        calls.append(kw)
+        if kw.get("checks") and len(kw["checks"]) == 1:  # the screen: its one check skipped (memory)
+            rep = _report("mismatch", [CheckResult(name="kb_trial0", kind="kernelbench", passed=False,
+                                                   status="skipped")])
+        else:
+            rep = _report("pass", [CheckResult(name="seed0", kind="seed", passed=True, status="pass")])
+        return SimpleNamespace(report=rep)
+
+    monkeypatch.setattr(nodes, "run_evaluation", fake)
+    out = nodes.verify(_state(), _runtime("auto"))
+    assert out["verify"]["passed"] and not out["verify"]["screen"]
+    assert calls[0]["sizes"] == "small"  # the screen runs at the loop's sizes, not the published ones
+
+
+def test_a_screen_that_ran_and_failed_is_the_verdict(monkeypatch):
+    def fake(case, device, **kw):
+        return SimpleNamespace(report=_report("mismatch", [CheckResult(name="kb_trial0", kind="kernelbench",
+                                                                       passed=False, status="mismatch")]))
+
+    monkeypatch.setattr(nodes, "run_evaluation", fake)
+    out = nodes.verify(_state(), _runtime("published"))
+    assert out["verify"]["screen"] and not out["verify"]["passed"] and out["verify"]["score"] > 0
