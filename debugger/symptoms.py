@@ -86,7 +86,26 @@ STATIC = {
     "tf32_dot": "a float32 tl.dot without input_precision='ieee' runs as tf32 on an NVIDIA GPU",
 }
 
-ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC}
+# Static facts of CUDA sources (debugger/lang/cuda/facts.py, host_facts.py).
+CUDA_STATIC = {
+    "cuda_unguarded_load": "a CUDA load at a thread index never compared with the size",
+    "cuda_unguarded_store": "a CUDA store at a thread index never compared with the size",
+    "cuda_floor_div_grid": "the CUDA grid divides the extent by the block size with floor division",
+    "cuda_grid_capped": "the CUDA grid is capped (65535 blocks) and the kernel has no grid-stride loop",
+    "cuda_block_capped": "the CUDA block is capped (1024 threads) and the kernel has no block-stride loop",
+    "cuda_index_divided_in_place": "a CUDA index divided in place while decoding, then used as the offset",
+    "cuda_shared_no_sync": "CUDA shared memory written and read by other threads with no __syncthreads between",
+    "cuda_partials_not_combined": "one partial per CUDA block is stored and never combined",
+    "cuda_block_partials_race": "CUDA blocks store their partials to one element without atomics",
+    "cuda_block_smaller_than_row": "a CUDA block reduces one element per thread of a longer row",
+    "cuda_atomic_uninitialised_output": "CUDA atomics add into a torch::empty buffer never zeroed",
+    "cuda_half_accumulator": "a CUDA half/bfloat16 local is accumulated in a loop",
+    "cuda_int32_index": "a numel() is passed to an int parameter of a CUDA kernel",
+    "cuda_reads_running_stats": "a CUDA BatchNorm normalises with the running statistics in a train-mode run",
+    "cuda_uses_atomics": "the CUDA kernel updates memory with atomics",
+}
+
+ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC, **CUDA_STATIC}
 
 
 def is_symptom(tag: str) -> bool:

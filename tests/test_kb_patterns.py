@@ -6,7 +6,8 @@ Fix, Example. The example holds three complete KernelBench files in fenced block
 `python reference`, `python before` and `python after`: the before must fail full evaluation and the
 after must pass it (CPU interpreter here), so a pattern can never teach a fix that does not work.
 Only the top level of kb/patterns/ is covered; learned patterns (kb/patterns/learned/) have their own
-tests.
+tests. A pattern with `language: cuda` holds CUDA inside load_inline strings: its evaluations need a
+GPU (marked `gpu`, skipped without one), and on the CPU its recipe must turn the before into the after.
 """
 from __future__ import annotations
 
@@ -41,8 +42,29 @@ KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 BLOCK_RE = re.compile(r"^```python (reference|before|after)\n(.*?)^```\s*$", re.S | re.M)
 
 
+def language(path: Path) -> str:
+    return parse(path)[0].get("language", "triton")
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _on_device(paths):
+    """Pattern paths as parameters: a CUDA pattern's evaluation is marked gpu and needs one."""
+    gpu = [pytest.mark.gpu, pytest.mark.skipif(not _has_cuda(), reason="a CUDA pattern runs on a GPU")]
+    return [pytest.param(p, id=p.stem, marks=gpu if language(p) == "cuda" else ()) for p in paths]
+
+
+def _device(path: Path) -> str:
+    return "cuda" if language(path) == "cuda" else "cpu"
+
+
 def _registered() -> set[str]:
     try:
+        import debugger.lang  # noqa: F401 - the languages register their recipes
         from debugger.recipes import RECIPES
     except ImportError:
         return set()
@@ -115,6 +137,7 @@ def test_fix_recipe_is_registered(pattern):
     _, meta, _, _, _ = pattern
     if meta["fix_recipe"] is None:
         return
+    import debugger.lang  # noqa: F401 - the languages register their recipes
     from debugger.recipes import RECIPES
 
     assert meta["fix_recipe"] in RECIPES, f"{meta['fix_recipe']} is not in debugger.recipes.RECIPES"
@@ -129,7 +152,7 @@ def test_sections_in_order(pattern):
 
 
 def test_example_files_are_complete(pattern):
-    _, _, _, secs, blocks = pattern
+    _, meta, _, secs, blocks = pattern
     assert set(blocks) == set(BLOCKS), f"example blocks {sorted(blocks)}, want {BLOCKS}"
     assert all(f"```python {b}" in secs["Example"] for b in BLOCKS), "blocks belong in the Example section"
     ref = {n.name for n in ast.parse(blocks["reference"]).body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
@@ -140,6 +163,11 @@ def test_example_files_are_complete(pattern):
         tree = ast.parse(src)
         names = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
         assert "ModelNew" in names and "Model" not in names, tag
+        if meta.get("language") == "cuda":
+            from debugger import lang
+
+            assert lang.get("cuda").uses(src) and lang.get("cuda").kernels(src), f"{tag}: no CUDA kernel"
+            continue
         jitted = [n for n in tree.body if isinstance(n, ast.FunctionDef)
                   and any(ast.unparse(d).startswith("triton.jit") for d in n.decorator_list)]
         assert jitted, f"{tag}: no @triton.jit kernel"
@@ -157,10 +185,34 @@ def test_the_example_is_loadable_by_the_knowledge_base(pattern):
 PIPELINE_ONLY = {"parameter_init"}
 
 
-@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_language_is_known(pattern):
+    _, meta, _, _, _ = pattern
+    from debugger.lang import REGISTRY
+
+    assert meta.get("language", "triton") in {"triton", *REGISTRY}
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if language(p) == "cuda"],
+                         ids=[p.stem for p in PATHS if language(p) == "cuda"])
+def test_cuda_recipe_turns_the_before_into_the_after(path):
+    """No GPU needed: the named CUDA recipe's first patch of the before is the after, and the CUDA
+    fact the pattern lists first is gone from it."""
+    import debugger.lang as lang
+    from debugger.recipes import RECIPES
+
+    meta, _, _, blocks = parse(path)
+    patches = RECIPES[meta["fix_recipe"]].propose(blocks["before"], {"bug_class": meta["bug_class"]})
+    assert patches and patches[0].new_src == blocks["after"]
+    fact = meta["symptoms"][0]
+    assert fact.startswith("cuda_")
+    assert fact in {f["tag"] for f in lang.static_facts(blocks["before"])}
+    assert fact not in {f["tag"] for f in lang.static_facts(blocks["after"])}
+
+
+@pytest.mark.parametrize("path", _on_device(PATHS))
 def test_before_fails_evaluation(path):
     meta, _, _, blocks = parse(path)
-    report = evaluate(case_from_sources(blocks["reference"], blocks["before"]), device="cpu")
+    report = evaluate(case_from_sources(blocks["reference"], blocks["before"]), device=_device(path))
     if meta["bug_class"] in PIPELINE_ONLY:
         assert report.status == "pass" and report.verdicts["kernelbench"]["status"] != "pass", report.verdict_note
         return
@@ -168,10 +220,10 @@ def test_before_fails_evaluation(path):
     assert report.status != "invalid_input", report.message
 
 
-@pytest.mark.parametrize("path", PATHS, ids=IDS)
+@pytest.mark.parametrize("path", _on_device(PATHS))
 def test_after_passes_evaluation(path):
     meta, _, _, blocks = parse(path)
-    report = evaluate(case_from_sources(blocks["reference"], blocks["after"]), device="cpu")
+    report = evaluate(case_from_sources(blocks["reference"], blocks["after"]), device=_device(path))
     failed = [(c.name, c.status, c.message) for c in report.checks if not c.passed]
     assert report.status == "pass", f"{report.message} {failed}"
     if meta["bug_class"] in PIPELINE_ONLY:
@@ -179,12 +231,13 @@ def test_after_passes_evaluation(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [p for p in PATHS if parse(p)[0].get("fix_recipe")],
-                         ids=[p.stem for p in PATHS if parse(p)[0].get("fix_recipe")])
+@pytest.mark.parametrize("path", _on_device([p for p in PATHS if parse(p)[0].get("fix_recipe")]))
 def test_fix_recipe_repairs_the_before(path):
     """The named recipe, asked as the kb backend asks it (recipe and bug class named), proposes a
     patch of the 'before' that passes evaluation: the pattern's machine fix really works."""
     from debugger.recipes import RECIPES
+
+    import debugger.lang  # noqa: F401 - the languages register their recipes
 
     meta, _, _, blocks = parse(path)
     recipe = RECIPES[meta["fix_recipe"]]
@@ -193,7 +246,7 @@ def test_fix_recipe_repairs_the_before(path):
     assert patches, f"{recipe.id} proposes no patch for the before"
     statuses = []
     for patch in patches[:4]:
-        report = evaluate(case_from_sources(blocks["reference"], patch.new_src), device="cpu")
+        report = evaluate(case_from_sources(blocks["reference"], patch.new_src), device=_device(path))
         statuses.append(report.status)
         if report.status == "pass":
             return

@@ -121,6 +121,7 @@ class FrontMatter(BaseModel):
     root_cause: str = Field(min_length=1)
     fix: str = Field(min_length=1)
     fix_recipe: str | None = None
+    language: str = "triton"  # the kernel language of the example: triton, or one of debugger.lang's
     status: Literal["reviewed", "draft", "learned"]
     occurrences: int = Field(default=1, ge=1)
     provenance: list[Provenance] | None = None
@@ -138,6 +139,15 @@ class FrontMatter(BaseModel):
     def _known_class(cls, v: str) -> str:
         if v not in settings.bug_classes():
             raise ValueError(f"{v!r} is not a bug class in debugger/bug_classes.toml")
+        return v
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, v: str) -> str:
+        from debugger.lang import REGISTRY
+
+        if v != "triton" and v not in REGISTRY:
+            raise ValueError(f"{v!r} is not a kernel language (triton, {', '.join(sorted(REGISTRY))})")
         return v
 
     @field_validator("operators")
