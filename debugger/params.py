@@ -5,7 +5,9 @@ reference has `self.gemm = nn.Linear(...)`, a plain tensor attribute where the r
 buffer. Tensors are matched by full name first (same shape), then by identical values (the same
 tensor drawn under the same seed, whatever its name), then by creation order and shape: each
 unmatched candidate tensor, in the order the constructor made it, takes the first unmatched reference
-tensor of the same shape and kind. Creation order is recorded while the model is built (every
+tensor of the same shape and kind; last, a tensor whose first two dimensions are the reference's swapped
+(a ConvTranspose weight, (in, out, k...), held in a convolution's (out, in, k...) layout, a Linear
+weight held as (in, out) for `x @ W`) takes the reference's values transposed. Creation order is recorded while the model is built (every
 parameter, buffer or tensor attribute assigned to any module, in sequence), because state_dict order
 lists a module's own parameters before its children's, which is not the order the RNG was drawn in.
 
@@ -43,7 +45,7 @@ class Pair:
     candidate: str
     reference: str
     shape: list[int]
-    by: str  # name | value | order
+    by: str  # name | value | order | transposed (dims 0 and 1 of the reference tensor swapped)
     own_init_diff: float | None = None  # max |candidate's own init - reference| (None: not measured)
 
 
@@ -58,6 +60,9 @@ class ParameterMap:
     def to_dict(self) -> dict:
         return {"pairs": [asdict(p) for p in self.pairs], "unmatched_candidate": list(self.unmatched_candidate),
                 "unmatched_reference": list(self.unmatched_reference)}
+
+    def transposed(self) -> list[Pair]:
+        return [p for p in self.pairs if p.by == "transposed"]
 
     def differing(self, tol: float = 0.0) -> list[Pair]:
         """Pairs whose own initialisation differs from the reference's (parameter_init evidence)."""
@@ -152,6 +157,14 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
         if r is not None:
             matched[c.name] = (r, "order")
             ref_left.remove(r)
+    for c in candidate:  # the reference's layout with its first two dimensions swapped
+        if c.name in matched or len(c.shape) < 2 or c.shape[0] == c.shape[1]:
+            continue
+        swapped = [c.shape[1], c.shape[0], *c.shape[2:]]
+        r = next((r for r in ref_left if r.shape == swapped and r.floating == c.floating), None)
+        if r is not None:
+            matched[c.name] = (r, "transposed")
+            ref_left.remove(r)
     for c in candidate:
         if c.name in matched:
             r, how = matched[c.name]
@@ -162,13 +175,18 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
     return result
 
 
+def in_candidate_layout(pair: Pair, tensor: torch.Tensor) -> torch.Tensor:
+    """The reference tensor of a pair as the candidate holds it."""
+    return tensor.transpose(0, 1) if pair.by == "transposed" else tensor
+
+
 def copy_values(mapping: ParameterMap, reference: list[NamedTensor], candidate: list[NamedTensor]) -> None:
     """Copy each matched reference tensor's values into its candidate tensor, in place."""
     ref_by = {r.name: r.tensor for r in reference}
     cand_by = {c.name: c.tensor for c in candidate}
     with torch.no_grad():
         for p in mapping.pairs:
-            dst, src = cand_by[p.candidate], ref_by[p.reference]
+            dst, src = cand_by[p.candidate], in_candidate_layout(p, ref_by[p.reference])
             dst.copy_(src.detach().to(device=dst.device, dtype=dst.dtype))
 
 
@@ -179,5 +197,5 @@ def measure_own_init(mapping: ParameterMap, reference: list[NamedTensor], candid
     with torch.no_grad():
         for p in mapping.pairs:
             a = cand_by[p.candidate].detach().double().cpu()
-            b = ref_by[p.reference].detach().double().cpu()
+            b = in_candidate_layout(p, ref_by[p.reference]).detach().double().cpu()
             p.own_init_diff = float((a - b).abs().max()) if a.numel() else 0.0

@@ -357,3 +357,29 @@ def test_parameter_init_recipe_reads_old_style_super_and_keeps_the_candidates_ow
     assert "(('gamma', 'scale'),)" in new  # only the tensors that differ are copied
     body = new.split("class ModelNew")[1]
     assert body.index("_ModelParameters(n)") < body.index("self.gamma = nn.Parameter(torch.ones(n))")
+
+
+# The same kernel holding the weight as (in, out) for x @ W: the reference's nn.Linear weight transposed.
+LINEAR_TRANSPOSED_OWN_INIT = (LINEAR_OWN_INIT
+                              .replace("w_ptr + cols[:, None] * K + ks[None, :]", "w_ptr + ks[None, :] * N + cols[:, None]")
+                              .replace("torch.randn(out_features, in_features)", "torch.randn(in_features, out_features)")
+                              .replace("N = self.weight.shape[0]", "N = self.weight.shape[1]"))
+
+
+def test_a_weight_held_transposed_is_matched_and_its_parameter_init_repaired(tmp_path, monkeypatch):
+    from debugger.case import load_case
+    from debugger.repair import repair
+
+    monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "case").mkdir()
+    (tmp_path / "case" / "reference.py").write_text(LINEAR_REF)
+    (tmp_path / "case" / "candidate.py").write_text(LINEAR_TRANSPOSED_OWN_INIT)
+    case = load_case(tmp_path / "case")
+    report = evaluate(case, "cpu", checks=[standard_checks()[0], kernelbench_checks()[0]], semantics="kernelbench")
+    assert _pairs(report)["weight"] == ("gemm.weight", "transposed")
+    assert report.verdicts["kernel"]["status"] == "pass" and report.status == "mismatch"
+    result = repair(case, backend="kb", write_files=False, semantics="kernelbench", write_back=False)
+    assert result.status == "repaired" and result.bug_class == "parameter_init", result.message
+    assert ".transpose(0, 1)" in result.repaired_src
+    final = evaluate(case.with_candidate(result.repaired_src), "cpu", semantics="kernelbench")
+    assert final.status == "pass" and final.verdicts["kernel"]["status"] == "pass"

@@ -41,7 +41,7 @@ def parameter_init_hypothesis(report) -> dict | None:
     right_on_task = kernel == "pass" or seeds_pass(report)
     if not differ and not (kernel == "pass" and pipeline not in (None, "pass")):
         return None
-    evidence = [f"ModelNew's {p['candidate']} (Model's {p['reference']}, matched by {p['by']}) starts "
+    evidence = [f"ModelNew's {p['candidate']} (Model's {p['reference']}, {'held with dims 0 and 1 swapped' if p['by'] == 'transposed' else 'matched by ' + p['by']}) starts "
                 f"{p['own_init_diff']:.3g} away from Model's under the same seed" for p in differ[:8]]
     unmatched = (report.parameter_map or {}).get("unmatched_reference", [])
     if unmatched:

@@ -117,10 +117,17 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
     indent = " " * new_init.body[0].col_offset
     first = next((s for s in new_init.body if _is_super_init(s)), None)
     build_at = first.end_lineno if first is not None else new_init.body[0].lineno - 1
-    copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in pairs)
-    copy = (f"{indent}with torch.no_grad():  # Model's initial values, drawn in Model's order (parameter_init)\n"
-            f"{indent}    for _own, _model in ({copy_pairs},):\n"
-            f"{indent}        {HELPER}(self, _own).copy_({HELPER}(_model_parameters, _model))\n")
+    plain = [p for p in pairs if p.get("by") != "transposed"]
+    swapped = [p for p in pairs if p.get("by") == "transposed"]
+    copy = f"{indent}with torch.no_grad():  # Model's initial values, drawn in Model's order (parameter_init)\n"
+    if plain:
+        copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in plain)
+        copy += (f"{indent}    for _own, _model in ({copy_pairs},):\n"
+                 f"{indent}        {HELPER}(self, _own).copy_({HELPER}(_model_parameters, _model))\n")
+    if swapped:  # held with the first two dimensions swapped (e.g. a ConvTranspose weight as (out, in, k))
+        copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in swapped)
+        copy += (f"{indent}    for _own, _model in ({copy_pairs},):  # held with dims 0 and 1 swapped\n"
+                 f"{indent}        {HELPER}(self, _own).copy_({HELPER}(_model_parameters, _model).transpose(0, 1))\n")
     build = f"{indent}_model_parameters = {HOLDER}({args})  # first: the RNG is drawn in Model's order\n"
     end = new_init.end_lineno
     out = lines[:build_at] + [build] + lines[build_at:end] + [copy] + lines[end:]
