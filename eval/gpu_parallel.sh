@@ -58,8 +58,12 @@ install_kdebug() {
       || "$PY" -m venv --system-site-packages --without-pip "$VENV" || return 3
   fi
   if "$VPY" -m pip --version > /dev/null 2>&1; then pip=("$VPY" -m pip); else pip=("$PY" -m pip --python "$VPY"); fi
-  # the dependencies (those the machine has are kept), then kdebug itself afresh (same version, new build)
-  "${pip[@]}" install -q --no-index --find-links "$REPO/.whl" "$whl" || return 3
+  # The carried wheels are exactly kdebug's dependencies that the machine lacks (eval/gpu_wheels.sh), so
+  # they go in with --no-deps: pip's resolver need not see the machine's torch (on the H200 its torch
+  # 2.11.0+cu130 is not visible to pip's resolver from the venv: "no matching distribution for
+  # torch>=2.11"), and nothing can replace it. Then kdebug itself afresh (same version, new build).
+  echo "pip sees: $("${pip[@]}" list 2>/dev/null | grep -iE '^(torch|triton) ' | tr '\n' ' ')"
+  "${pip[@]}" install -q --no-index --no-deps $(ls "$REPO"/.whl/*.whl | grep -v '/kdebug-') || return 3
   "${pip[@]}" install -q --no-index --no-deps --force-reinstall "$whl" || return 3
   torch_after="$("$VPY" -c 'import torch; print(torch.__version__, torch.__file__)')" || return 3
   [ "$torch_before" == "$torch_after" ] || { echo "torch changed: $torch_before -> $torch_after" >&2; return 3; }
