@@ -193,7 +193,10 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
         data = res["json"] or {}
         row["repair"] = {"status": data.get("status") or ("timed out" if res["timed_out"] else "no_result"),
                          "exit": res["exit"], "iterations": data.get("iterations"), "seconds": res["seconds"],
-                         "bug_class": data.get("bug_class"), "output": data.get("output")}
+                         "bug_class": data.get("bug_class"), "output": data.get("output"),
+                         "message": (data.get("message") or "")[:400]}
+        if not data or data.get("status") in ("invalid_input", "error"):
+            row["repair"]["stderr_tail"] = res["stderr_tail"]  # why it gave no verdict
         if data.get("status") == "repaired" and data.get("output") and Path(data["output"]).is_file():
             repaired = repaired_case(case, Path(data["output"]), out / "repairs" / answer.id.replace("/", "__"))
             flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes}, row["flags"])
