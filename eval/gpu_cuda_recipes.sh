@@ -29,7 +29,7 @@ export KDEBUG_TIMEOUT="${KDEBUG_TIMEOUT:-240}"
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"; } >> "$LOG" 2>&1
 PARALLEL=()
 python3 -c "import xdist" 2>/dev/null && PARALLEL=(-n "${WORKERS:-6}")
-timeout "${DEADLINE:-570}" python3 -m pytest -q -rA -p no:cacheprovider -m gpu "${PARALLEL[@]}" \
+timeout "${DEADLINE:-570}" python3 -m pytest -v -rA --tb=short -p no:cacheprovider -m gpu "${PARALLEL[@]}" \
   tests/test_cuda_recipes.py tests/test_kb_patterns.py -k "cuda" >> "$LOG" 2>&1
 rc=$?
 tail -c 4000 "$LOG"

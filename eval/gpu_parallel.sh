@@ -57,11 +57,13 @@ install_kdebug() {
     "$PY" -m venv --system-site-packages "$VENV" 2>/dev/null \
       || "$PY" -m venv --system-site-packages --without-pip "$VENV" || return 3
   fi
+  # The machine's Python may itself be a venv (the H200's: /opt/torch/.venv), whose packages
+  # --system-site-packages does not reach (it reaches the base interpreter's): a .pth names them.
+  "$PY" -c 'import site, sys; print("\n".join(p for p in site.getsitepackages() + [site.getusersitepackages()] if p))' \
+    > "$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-site.pth" || return 3
   if "$VPY" -m pip --version > /dev/null 2>&1; then pip=("$VPY" -m pip); else pip=("$PY" -m pip --python "$VPY"); fi
   # The carried wheels are exactly kdebug's dependencies that the machine lacks (eval/gpu_wheels.sh), so
-  # they go in with --no-deps: pip's resolver need not see the machine's torch (on the H200 its torch
-  # 2.11.0+cu130 is not visible to pip's resolver from the venv: "no matching distribution for
-  # torch>=2.11"), and nothing can replace it. Then kdebug itself afresh (same version, new build).
+  # they go in with --no-deps: nothing can replace the machine's torch. Then kdebug itself afresh.
   echo "pip sees: $("${pip[@]}" list 2>/dev/null | grep -iE '^(torch|triton) ' | tr '\n' ' ')"
   "${pip[@]}" install -q --no-index --no-deps $(ls "$REPO"/.whl/*.whl | grep -v '/kdebug-') || return 3
   "${pip[@]}" install -q --no-index --no-deps --force-reinstall "$whl" || return 3

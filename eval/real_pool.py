@@ -194,7 +194,10 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
         row["repair"] = {"status": data.get("status") or ("timed out" if res["timed_out"] else "no_result"),
                          "exit": res["exit"], "iterations": data.get("iterations"), "seconds": res["seconds"],
                          "bug_class": data.get("bug_class"), "output": data.get("output"),
-                         "message": (data.get("message") or "")[:400]}
+                         "message": (data.get("message") or "")[:400],
+                         "history": [{k: (h.get(k) or "")[:300] if k == "message" else h.get(k)
+                                      for k in ("recipe", "outcome", "status", "error_after", "message")}
+                                     for h in data.get("history") or []][:8]}
         if not data or data.get("status") in ("invalid_input", "error"):
             row["repair"]["stderr_tail"] = res["stderr_tail"]  # why it gave no verdict
         if data.get("status") == "repaired" and data.get("output") and Path(data["output"]).is_file():

@@ -52,3 +52,17 @@ def test_a_screen_that_ran_and_failed_is_the_verdict(monkeypatch):
     monkeypatch.setattr(nodes, "run_evaluation", fake)
     out = nodes.verify(_state(), _runtime("published"))
     assert out["verify"]["screen"] and not out["verify"]["passed"] and out["verify"]["score"] > 0
+
+
+def test_a_screen_that_failed_without_a_measurable_failure_falls_through(monkeypatch):
+    def fake(case, device, **kw):
+        if kw.get("checks") and len(kw["checks"]) == 1:  # ran, failed, but nothing it counts failed
+            rep = _report("mismatch", [CheckResult(name="kb_trial0", kind="kernelbench", passed=False,
+                                                   status="mismatch")], semantics="kernel")
+        else:
+            rep = _report("pass", [CheckResult(name="seed0", kind="seed", passed=True, status="pass")])
+        return SimpleNamespace(report=rep)
+
+    monkeypatch.setattr(nodes, "run_evaluation", fake)
+    out = nodes.verify(_state(), _runtime("published"))
+    assert out["verify"]["passed"] and not out["verify"]["screen"]

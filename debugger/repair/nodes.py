@@ -213,12 +213,14 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
         # not hide the progress on the others
         screen = run_evaluation(case, ctx.device, checks=failing, timeout=ctx.timeout, fail_fast=len(failing) > 4,
                                 semantics=ctx.evaluation_semantics, sizes=ctx.loop_sizes).report
-        # A screen whose checks did not all run (memory, time) says nothing: the full evaluation judges.
+        # A screen whose checks did not all run (memory, time), or that failed without a failure it can
+        # measure (error 0: seen on the H200 for real parameter_init fixes), says nothing about the
+        # proposal: the full evaluation judges it.
         ran = not any(c.status == "skipped" for c in screen.checks)
-        if ran and not screen.passed and not any(c.passed for c in screen.checks):
+        score = screen.error_score()
+        if ran and score > 0 and not screen.passed and not any(c.passed for c in screen.checks):
             # Judge progress on the same footing as the best version: the checks it failed. A screen
             # that turned some of them green is progress: the full evaluation below judges it.
-            score = screen.error_score()
             return {"verify": {"passed": False, "status": screen.status, "score": score, "screen": True,
                                "message": screen.message, "signature": screen.signature.key() if screen.signature else None,
                                "report": screen.to_dict()}}
