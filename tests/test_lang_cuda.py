@@ -4,6 +4,7 @@ without it, the diagnosis wiring, and the package import graph."""
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -636,3 +637,22 @@ class ModelNew(torch.nn.Module):
     assert build_key(base) == build_key(host_fix)
     assert len({build_key(base), build_key(kernel_fix), build_key(flags)}) == 3
     assert build_key("import torch\nclass ModelNew(torch.nn.Module): pass\n") is None
+
+
+def test_extension_builds_are_keyed_under_the_users_extensions_dir(tmp_path, monkeypatch):
+    from debugger.sandbox.roles import _extension_build_dir
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    monkeypatch.delenv("KDEBUG_TORCH_EXTENSIONS_BASE", raising=False)
+    src = '''
+import torch
+from torch.utils.cpp_extension import load_inline
+src = """__global__ void k(float* x){ x[threadIdx.x] = 1; }"""
+mod = load_inline(name="same_name", cpp_sources="", cuda_sources=src, functions=["f"])
+'''
+    dirs = []
+    for candidate in (src, src.replace("= 1;", "= 2;"), src + "\nEXTRA = 1\n"):
+        _extension_build_dir({"candidate_src": candidate, "allow_write": [str(tmp_path / "cache")]})
+        dirs.append(Path(os.environ["TORCH_EXTENSIONS_DIR"]))
+    assert all(d.parent == tmp_path / "ext" for d in dirs)
+    assert dirs[0] != dirs[1] and dirs[0] == dirs[2]  # a kernel change builds apart, a host change reuses

@@ -264,23 +264,29 @@ class ReferenceRole:
 
 
 def _extension_build_dir(setup: dict) -> None:
-    """load_inline builds into TORCH_EXTENSIONS_DIR: one folder per candidate source inside the cache
-    the sandbox may write, keyed by what the build depends on (its C++/CUDA units and loader
-    arguments), so that re-evaluating a candidate, or a repair that changed only its host code, reuses
-    the build (about a minute per extension), and answers that all name their extension alike
-    ("custom_op") with different sources never share a build folder or its lock."""
+    """load_inline builds into TORCH_EXTENSIONS_DIR: one folder per candidate build inside the cache
+    the sandbox may write (or inside the TORCH_EXTENSIONS_DIR the user set), keyed by what the build
+    depends on (its C++/CUDA units and loader arguments), so that re-evaluating a candidate, or a repair
+    that changed only its host code, reuses the build (about a minute per extension), and candidates
+    that name their extension alike ("custom_op", a before and its repair) with different sources never
+    share a build folder or its lock: a process that finds the lock taken waits, then loads what the
+    other built (on the H200 a repaired kernel evaluated beside its original was judged as the original)."""
     import hashlib
     import os
 
+    base = os.environ.get("KDEBUG_TORCH_EXTENSIONS_BASE") or os.environ.get("TORCH_EXTENSIONS_DIR")
     cache = (setup.get("allow_write") or [None])[0]
-    if cache and "TORCH_EXTENSIONS_DIR" not in os.environ:
-        try:
-            from debugger.lang.cuda.sources import build_key
-            digest = build_key(setup["candidate_src"])
-        except Exception:  # an unparsable candidate: one folder per source, as before
-            digest = None
-        digest = digest or hashlib.sha256(setup["candidate_src"].encode()).hexdigest()[:16]
-        os.environ["TORCH_EXTENSIONS_DIR"] = str(Path(cache) / "torch_extensions" / digest)
+    if not base and not cache:
+        return
+    base = base or str(Path(cache) / "torch_extensions")
+    os.environ["KDEBUG_TORCH_EXTENSIONS_BASE"] = base  # a later candidate of this worker keys under it too
+    try:
+        from debugger.lang.cuda.sources import build_key
+        digest = build_key(setup["candidate_src"])
+    except Exception:  # an unparsable candidate: one folder per source
+        digest = None
+    digest = digest or hashlib.sha256(setup["candidate_src"].encode()).hexdigest()[:16]
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(Path(base) / digest)
 
 
 class CandidateRole:
