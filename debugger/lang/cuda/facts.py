@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import re
 
+from tree_sitter import Node
+
 from debugger.lang import Fact
 from debugger.lang.cuda.access import Access, accesses, covered, guards, inside, loops
 from debugger.lang.cuda.unit import (BLOCK, SYNC, THREAD, Function, ancestors, call_args, identifiers, text,
@@ -58,7 +60,10 @@ def unguarded(fn: Function, acc: list[Access]) -> list[Fact]:
     return _first_per_tag(out)
 
 
-def divided_in_place(fn: Function, acc: list[Access]) -> list[Fact]:
+def in_place_divisions(fn: Function, acc: list[Access]) -> list[tuple[str, Node, Access]]:
+    """(name, in-place division, the first global access after it that uses the name as its offset) for
+    each division of a thread-derived index by itself (`idx /= W`, `idx = idx % H`) that the offset then
+    reads undivided-back: the cuda_index_divided_in_place shape, also what its recipe rewrites."""
     out = []
     for a in fn.nodes("assignment_expression"):
         left, op = unparen(a.child_by_field_name("left")), text(a.child_by_field_name("operator"))
@@ -78,11 +83,18 @@ def divided_in_place(fn: Function, acc: list[Access]) -> list[Fact]:
                 continue  # recomposed: idx * (H * W) + h * W + w
             if _reassigned(fn, name, a.end_byte, use.node.start_byte):
                 continue
-            kind = "store" if use.store else "load"
-            out.append(_fact("cuda_index_divided_in_place", fn, use.node,
-                             f"{name} is divided in place ({text(a)}, line {fn.unit.pyline(a)}) while decoding, "
-                             f"then used as the {kind} offset {text(use.node)} in {fn.name}"))
+            out.append((name, a, use))
             break
+    return out
+
+
+def divided_in_place(fn: Function, acc: list[Access]) -> list[Fact]:
+    out = []
+    for name, a, use in in_place_divisions(fn, acc):
+        kind = "store" if use.store else "load"
+        out.append(_fact("cuda_index_divided_in_place", fn, use.node,
+                         f"{name} is divided in place ({text(a)}, line {fn.unit.pyline(a)}) while decoding, "
+                         f"then used as the {kind} offset {text(use.node)} in {fn.name}"))
     return out[:MAX_PER_KERNEL]
 
 

@@ -13,36 +13,22 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from debugger.lang.cuda.access import accesses, inside
-from debugger.lang.cuda.facts import _reassigned, _scaled
+from debugger.lang.cuda.facts import in_place_divisions as fact_divisions
 from debugger.lang.cuda.recipes.base import CudaRecipe, UnitEdit, starts_line, indent_at, line_start
-from debugger.lang.cuda.unit import Function, Unit, ancestors, identifiers, text, unparen, walk
+from debugger.lang.cuda.unit import Function, Unit, ancestors, text, walk
 
 DECODING_OPS = ("/", "%", ">>", "&")
 RELATIONAL = ("<", "<=", ">", ">=", "==", "!=")
 
 
 def in_place_divisions(fn: Function, acc) -> list[tuple[str, Node, Node]]:
-    """(name, first in-place division, the access that then uses the name as its offset), as the fact finds them."""
+    """(name, first in-place division, the access that then uses the name as its offset), as the fact
+    finds them (facts.in_place_divisions), the first division of each name only."""
     out, done = [], set()
-    for a in fn.nodes("assignment_expression"):
-        left, op = unparen(a.child_by_field_name("left")), text(a.child_by_field_name("operator"))
-        right = unparen(a.child_by_field_name("right"))
-        if left.type != "identifier" or text(left) in done:
-            continue
-        name = text(left)
-        in_place = op in ("/=", "%=", ">>=") or (
-            op == "=" and right.type == "binary_expression" and text(right.child_by_field_name("operator")) in "/%"
-            and text(unparen(right.child_by_field_name("left"))) == name)
-        if not in_place or not fn.thread_derived(name):
-            continue
-        for use in acc:
-            if use.shared or use.node.start_byte < a.end_byte or name not in identifiers(use.index):
-                continue
-            if _scaled(use.index, name) or _reassigned(fn, name, a.end_byte, use.node.start_byte):
-                continue
+    for name, a, use in fact_divisions(fn, acc):
+        if name not in done:
             out.append((name, a, use.node))
             done.add(name)
-            break
     return out
 
 
