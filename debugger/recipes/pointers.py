@@ -11,7 +11,8 @@ from debugger.recipes.indexing import (Loop, index_parts, is_pointer, loops, nam
 from debugger.recipes.masks import pointer
 from debugger.recipes.precision import launch_hosts, tensor_params
 from debugger.recipes.syntax import (ARANGE, Deps, Kernel, Node, Source, body_insert_point, call_arg,
-                                     call_args, identifiers, inside, line, target_names, text, unparen, walk)
+                                     call_args, identifiers, inside, line, params, target_names, text, unparen,
+                                     walk)
 
 
 def arange_size(k: Kernel, name: str) -> str | None:
@@ -443,7 +444,9 @@ class ContiguousInputs(Recipe):
                      if not self._already(s, host, n) and not self._strided(s, host, n)]
             if names:
                 at, indent = body_insert_point(host)
-                code = "".join(f"{indent}{n} = {n}.contiguous()\n" for n in names)
+                optional = self._optional(host)
+                code = "".join(f"{indent}{n} = {n}.contiguous() if {n} is not None else None\n" if n in optional
+                               else f"{indent}{n} = {n}.contiguous()\n" for n in names)
                 edits.append(Edit.insert(at, code))
         for launch in s.launches:
             k = s.kernel(launch.kernel)
@@ -454,6 +457,13 @@ class ContiguousInputs(Recipe):
                                               if unparen(arg).type not in ("call", "attribute", "identifier")
                                               else f"{text(arg)}.contiguous()"))
         yield self.patch(s, edits, "make kernel inputs contiguous before the launch")
+
+    @staticmethod
+    def _optional(host: Node) -> set[str]:
+        """Parameters that may be None (`bias=None`, `Optional[...]`): made contiguous only when given."""
+        return {p.name for p in params(host)
+                if (p.default is not None and text(p.default) == "None") or "Optional" in p.annotation
+                or "None" in p.annotation}
 
     @staticmethod
     def _relaid(s: Source, launch, arg: Node) -> bool:
