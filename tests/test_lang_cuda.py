@@ -656,3 +656,35 @@ mod = load_inline(name="same_name", cpp_sources="", cuda_sources=src, functions=
         dirs.append(Path(os.environ["TORCH_EXTENSIONS_DIR"]))
     assert all(d.parent == tmp_path / "ext" for d in dirs)
     assert dirs[0] != dirs[1] and dirs[0] == dirs[2]  # a kernel change builds apart, a host change reuses
+
+
+def test_both_languages_are_registered_and_triton_gives_its_facts():
+    triton = lang.get("triton")
+    src = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        copy_kernel[(x.numel() // 64,)](x, y, x.numel(), BLOCK=64)
+        return y
+'''
+    assert set(lang.REGISTRY) >= {"triton", "cuda"} and (REPO / "debugger" / "lang" / "triton").is_dir()
+    assert lang.used_by(src) == [triton] and not CUDA.uses(src)
+    assert [k.name for k in triton.kernels(src)] == ["copy_kernel"]
+    (launch,) = triton.launches(src)
+    assert launch.kernel == "copy_kernel" and launch.host == "forward" and launch.block == "BLOCK=64"
+    tags = {f["tag"]: f for f in lang.static_facts(src)}
+    assert {"unmasked_load", "unmasked_store", "floor_div_grid"} <= set(tags)
+    assert tags["unmasked_store"]["language"] == "triton" and tags["unmasked_store"]["kernel"] == "copy_kernel"
+    assert tags["floor_div_grid"]["line"] == src.splitlines().index(
+        "        copy_kernel[(x.numel() // 64,)](x, y, x.numel(), BLOCK=64)") + 1

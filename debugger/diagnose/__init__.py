@@ -182,7 +182,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     from debugger.backends.mutations import mutations
 
     guesses = mutations(case.candidate_src)
-    diag.static = static.static_facts(case.candidate_src) + lang.static_facts(case.candidate_src)  # + CUDA's
+    diag.static = lang.static_facts(case.candidate_src)  # every language the candidate uses
     diag.recipe_sites = [{"recipe": p.recipe, "bug_class": p.bug_class, "lines": p.sites,
                           "description": p.description, "tag": static.RECIPE_TAGS.get(p.recipe)} for p in patches]
     families = static.reference_families(case.reference_src)

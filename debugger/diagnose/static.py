@@ -1,15 +1,13 @@
-"""Static evidence from the kernel source: the facts a person would check first.
-
-Built on the recipes' syntax layer (one tree-sitter view of kernels and launches for the whole
-project) and on the recipes themselves: a recipe that locates a site is evidence that the bug shape
-it repairs is present there.
+"""Static evidence beside the languages' facts (debugger/lang: Triton's and CUDA's): the operator
+families the reference computes, the BLOCK sizes a candidate launches with, and the sites the fix
+recipes locate (a recipe that locates a site is evidence that the bug shape it repairs is there).
 """
 from __future__ import annotations
 
 import re
 
 from debugger.recipes import propose_all
-from debugger.recipes.syntax import Source, call_args, line, number, text, walk
+from debugger.recipes.syntax import Source, call_args, number
 
 # Which static tag a recipe's located site stands for.
 RECIPE_TAGS = {
@@ -86,45 +84,6 @@ def block_sizes(src: str) -> list[int]:
     for m in re.finditer(r"BLOCK\w*\s*=\s*(\d+)", src):
         out.append(int(m.group(1)))
     return sorted(set(out))
-
-
-def static_facts(src: str) -> list[dict]:
-    """Facts as {tag, line, message, recipe?}: unmasked accesses, grid arithmetic, accumulators..."""
-    facts: list[dict] = []
-    s = Source(src)
-    if not s.ok:
-        return [{"tag": "unparseable", "line": None, "message": "the candidate does not parse"}]
-    for k in s.kernels:
-        for call in k.calls("tl.load", "tl.store"):
-            _, kw = call_args(call)
-            name = s.call_name(call)
-            if "mask" not in kw and "boundary_check" not in kw:
-                facts.append({"tag": "unmasked_load" if name == "tl.load" else "unmasked_store",
-                              "line": line(call), "message": f"{name} without a mask in {k.name}"})
-            other = kw.get("other")
-            if other is not None:
-                facts.append({"tag": "other_fill", "line": line(call),
-                              "message": f"{name} fills masked lanes with other={text(other)}"})
-        for call in k.calls("tl.zeros", "tl.full"):
-            _, kw = call_args(call)
-            dt = text(kw.get("dtype"))
-            if re.search(r"float16|bfloat16", dt):
-                facts.append({"tag": "low_precision_accumulator", "line": line(call),
-                              "message": f"accumulator allocated as {dt} in {k.name}"})
-        for call in k.calls("tl.atomic_add", "tl.atomic_max", "tl.atomic_min"):
-            facts.append({"tag": "uses_atomics", "line": line(call), "message": f"{s.call_name(call)} in {k.name}"})
-        for call in k.calls("tl.dot"):
-            _, kw = call_args(call)
-            if "out_dtype" in kw and re.search(r"float16|bfloat16", text(kw["out_dtype"])):
-                facts.append({"tag": "low_precision_accumulator", "line": line(call),
-                              "message": f"tl.dot accumulates in {text(kw['out_dtype'])}"})
-    for launch in s.launches:
-        for g in launch.grid_exprs():
-            for n in walk(g):
-                if n.type == "binary_operator" and any(c.type == "//" for c in n.children):
-                    facts.append({"tag": "floor_div_grid", "line": line(n),
-                                  "message": f"grid of {launch.kernel} uses floor division: {text(n)}"})
-    return facts
 
 
 def recipe_sites(src: str) -> list[dict]:

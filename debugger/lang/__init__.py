@@ -6,8 +6,9 @@ A language says whether a candidate file uses it (`uses`), finds its kernels and
 fix recipes (`recipes`, registered into debugger.recipes when the language loads; every registered
 language loads with this package, so whoever imports it proposes the languages' recipes too). Each
 language is a subpackage exposing `LANGUAGE`; adding one is a new folder and a line in `REGISTRY`.
-Triton's facts still live in debugger/diagnose/static.py until the file models move to one source
-layer; only CUDA is registered here so far.
+Two are registered: Triton (lang/triton: its facts; its recipes are debugger.recipes' own) and CUDA
+(lang/cuda: load_inline sources, their facts and recipes). The Python file models still stand apart
+(recipes/syntax.py, integrity/syntax.py, knowledge/pysource.py) until they move to one source layer.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Protocol
 
 # language name -> module exposing LANGUAGE
 REGISTRY = {
+    "triton": "debugger.lang.triton",
     "cuda": "debugger.lang.cuda",
 }
 
