@@ -643,7 +643,7 @@ def test_extension_builds_are_keyed_under_the_users_extensions_dir(tmp_path, mon
     from debugger.sandbox.roles import _extension_build_dir
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
-    monkeypatch.delenv("KDEBUG_TORCH_EXTENSIONS_BASE", raising=False)
+    monkeypatch.setenv("KDEBUG_TORCH_EXTENSIONS_BASE", "")  # set by the call: restored (unset) after
     src = '''
 import torch
 from torch.utils.cpp_extension import load_inline

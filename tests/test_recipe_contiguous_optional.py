@@ -4,12 +4,10 @@ bias.contiguous() unconditionally)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
-
-import torch  # noqa: E402
-
-from debugger.recipes import RECIPES  # noqa: E402
+from debugger.recipes import RECIPES
 
 SRC = '''
 import torch
@@ -36,15 +34,26 @@ def add_bias(x, bias=None):
 '''
 
 
-def _load(src: str, tmp_path):
-    import importlib.util
+CHECK = """
+import importlib.util, sys
+import torch
 
-    path = tmp_path / "mod.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("contig_mod", path)
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+before, after = load(sys.argv[1], "before"), load(sys.argv[2], "after")
+x = torch.randn(8, 16).t()  # a transposed view: the flat kernel misreads it before the fix
+b = torch.randn(8)
+assert not torch.allclose(before.add_bias(x, b), x + b)
+assert torch.allclose(after.add_bias(x, b), x + b)
+assert torch.allclose(after.add_bias(x), x)  # and it still runs without the bias
+print("ok")
+"""
 
 
 def test_optional_bias_is_made_contiguous_only_when_given(tmp_path):
@@ -53,9 +62,10 @@ def test_optional_bias_is_made_contiguous_only_when_given(tmp_path):
     new = patches[0].new_src
     assert "bias = bias.contiguous() if bias is not None else None" in new
     assert "x = x.contiguous()\n" in new
-    before, after = _load(SRC, tmp_path), _load(new, tmp_path)
-    x = torch.randn(8, 16).t()  # a transposed view: the flat kernel misreads it before the fix
-    b = torch.randn(8)
-    assert not torch.allclose(before.add_bias(x, b), x + b)
-    assert torch.allclose(after.add_bias(x, b), x + b)
-    assert torch.allclose(after.add_bias(x), x)  # and it still runs without the bias
+    (tmp_path / "before.py").write_text(SRC)
+    (tmp_path / "after.py").write_text(new)
+    (tmp_path / "check.py").write_text(CHECK)
+    out = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "before.py"),
+                          str(tmp_path / "after.py")], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "TRITON_INTERPRET": "1"})  # the interpreter in its own process
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
