@@ -36,6 +36,12 @@ def standard_checks() -> list[dict]:
     return specs
 
 
+def repair_checks(semantics: str) -> list[dict]:
+    """What a repair's evaluations run: the standard checks, and KernelBench's trials when the repair
+    aims at KernelBench's verdict (`semantics` kernelbench)."""
+    return standard_checks() + (kernelbench_checks() if semantics == "kernelbench" else [])
+
+
 def kernelbench_checks(trials: int = 5) -> list[dict]:
     """KernelBench's correctness trials: its trial seeds, inputs drawn on the CPU, each model with its
     own initialisation under seed 42 (nothing copied), no poisoning, torch.allclose with the native

@@ -68,9 +68,9 @@ class Workbench:
         return "both" if self.semantics == "kernelbench" else "kernel"
 
     def specs(self) -> list[dict]:
-        from debugger.evaluate import kernelbench_checks, standard_checks
+        from debugger.evaluate import repair_checks
 
-        return standard_checks() + (kernelbench_checks() if self.semantics == "kernelbench" else [])
+        return repair_checks(self.semantics)
 
     def failing_report(self, check: str | None = None) -> EvalReport:
         """The best version's report as the diagnosis functions take it: its failing checks (or one

@@ -14,7 +14,7 @@ from debugger.backends.base import BackendError, source_hash
 from debugger.backends.edits import apply_edits
 from debugger.backends.ranking import diagnosis_features
 from debugger.case import Case, top_level_names
-from debugger.evaluate import kernelbench_checks, run_evaluation, standard_checks
+from debugger.evaluate import repair_checks, run_evaluation
 from debugger.repair.state import RepairState, RunContext
 
 EXPERIMENT_SECONDS = 150.0  # a slow candidate's experiments stop here (the loop's iterations test the rest)
@@ -31,8 +31,8 @@ def _evaluation(state: RepairState, ctx: RunContext, src: str, capture: bool = T
     key = source_hash(src)
     ev = ctx.cache.get(key)
     if ev is None:
-        checks = standard_checks() + (kernelbench_checks() if ctx.semantics == "kernelbench" else [])
-        ev = run_evaluation(case_of(state, src), ctx.device, capture=capture, timeout=ctx.timeout, checks=checks,
+        ev = run_evaluation(case_of(state, src), ctx.device, capture=capture, timeout=ctx.timeout,
+                            checks=repair_checks(ctx.semantics),
                             semantics=ctx.evaluation_semantics, sizes=ctx.loop_sizes)
         ctx.cache = {key: ev}  # keep only the latest (tensors can be large)
     return ev
@@ -224,7 +224,7 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
             return {"verify": {"passed": False, "status": screen.status, "score": score, "screen": True,
                                "message": screen.message, "signature": screen.signature.key() if screen.signature else None,
                                "report": screen.to_dict()}}
-    checks = standard_checks() + (kernelbench_checks() if ctx.semantics == "kernelbench" else [])
+    checks = repair_checks(ctx.semantics)
     ev = run_evaluation(case, ctx.device, checks=checks, capture=True, timeout=ctx.timeout,
                         semantics=ctx.evaluation_semantics, sizes=ctx.loop_sizes)
     ctx.cache = {source_hash(src): ev}
