@@ -7,9 +7,10 @@ tensor drawn under the same seed, whatever its name), then by creation order and
 unmatched candidate tensor, in the order the constructor made it, takes the first unmatched reference
 tensor of the same shape and kind; last, a tensor whose first two dimensions are the reference's swapped
 (a ConvTranspose weight, (in, out, k...), held in a convolution's (out, in, k...) layout, a Linear
-weight held as (in, out) for `x @ W`) takes the reference's values transposed. Creation order is recorded while the model is built (every
-parameter, buffer or tensor attribute assigned to any module, in sequence), because state_dict order
-lists a module's own parameters before its children's, which is not the order the RNG was drawn in.
+weight held as (in, out) for `x @ W`) takes the reference's values transposed. Creation order is
+recorded while the model is built (every parameter, buffer or tensor attribute assigned to any module,
+in sequence), because state_dict order lists a module's own parameters before its children's, which is
+not the order the RNG was drawn in.
 
 The mapping serves three things: copying the reference's values into ModelNew (the kernel verdict),
 carrying re-drawn parameters over (params_redrawn), and proving parameter_init (the candidate's own
@@ -60,9 +61,6 @@ class ParameterMap:
     def to_dict(self) -> dict:
         return {"pairs": [asdict(p) for p in self.pairs], "unmatched_candidate": list(self.unmatched_candidate),
                 "unmatched_reference": list(self.unmatched_reference)}
-
-    def transposed(self) -> list[Pair]:
-        return [p for p in self.pairs if p.by == "transposed"]
 
     def differing(self, tol: float = 0.0) -> list[Pair]:
         """Pairs whose own initialisation differs from the reference's (parameter_init evidence)."""
