@@ -20,8 +20,10 @@ fi
 OUT="${OUT:?set OUT}"
 mkdir -p "$OUT"
 LOG="$OUT/cuda_recipes.log"
+if [ -z "${KDEBUG_SITE_READY:-}" ]; then  # eval/gpu_session.sh installed them already
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
   $(ls .whl/*.whl .whl/test/*.whl 2>/dev/null | grep -v '/kdebug-') > "$LOG" 2>&1 || { cat "$LOG"; exit 3; }
+fi
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 export TORCH_EXTENSIONS_DIR="${TORCH_EXTENSIONS_DIR:-/tmp/kdebug_torch_extensions}" MAX_JOBS="${MAX_JOBS:-4}"
 export KDEBUG_TIMEOUT="${KDEBUG_TIMEOUT:-240}"

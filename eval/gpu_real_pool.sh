@@ -10,8 +10,10 @@
 # (the ../shared beside the checkout does not travel); nothing of it is committed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ -z "${KDEBUG_SITE_READY:-}" ]; then  # eval/gpu_session.sh installed them already
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
   $(ls .whl/*.whl | grep -v '/kdebug-') || exit 3
+fi
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 # published KernelBench inputs reach 16 GB, drawn on the host as KernelBench draws them
 export KDEBUG_MEMORY_LIMIT_GB="${KDEBUG_MEMORY_LIMIT_GB:-64}" KDEBUG_TIMEOUT="${KDEBUG_TIMEOUT:-240}"
