@@ -12,6 +12,7 @@ import logging
 from debugger.recipes.activations import ActivationConstant, GeluVariant, StableActivation
 from debugger.recipes.axes import BroadcastAxis, SwapReductionAxis
 from debugger.recipes.base import Patch, Recipe, RecipeLike
+from debugger.recipes.batchnorm_train import BatchNormBatchStats
 from debugger.recipes.bounds import MaskBoundNumel
 from debugger.recipes.control import DropEarlyReturn
 from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
@@ -35,6 +36,7 @@ _ALL: list[Recipe] = [
     GridCdiv(), SwapProgramIdAxis(), BlockCoversRow(), DropEarlyReturn(), StoreOffsets(), AtomicAccumulate(),
     # reductions and normalisation
     SubtractRowmax(), MeanOverN(), VarianceBiased(), EpsInsideSqrt(), SwapReductionAxis(), ScanInclusive(),
+    BatchNormBatchStats(),  # train-mode BatchNorm: batch statistics where the answer used running ones
     # pointers and layout
     AdvancePointers(), ContiguousInputs(), SwapStrides(), BroadcastAxis(), DotOperandTranspose(), ContiguousView(),
     # precision and dtypes
