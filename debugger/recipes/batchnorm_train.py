@@ -27,7 +27,7 @@ from debugger.recipes.base import Edit, Patch, Recipe
 from debugger.recipes.syntax import Source
 
 RECIPE_ID = "bn_batch_stats"
-MOMENTUM_FN = "_kdebug_bn_momentum"
+MOMENTUM_FN = "_bn_momentum"
 MOMENTUM_HELPER = f'''def {MOMENTUM_FN}(module):
     """BatchNorm's running-statistics factor: the module's momentum (PyTorch's 0.1 where it has none);
     -1 (no update) for momentum=None, PyTorch's cumulative average (train-mode BatchNorm fix)."""
@@ -151,7 +151,7 @@ def module_insert_point(src: str) -> int | None:
 
 
 # -- Triton --------------------------------------------------------------------------------------------
-STATS_FN = "_kdebug_bn_batch_stats"
+STATS_FN = "_bn_batch_stats"
 
 TRITON_STATS = '''@{triton}.jit
 def {fn}_kernel(x_ptr, mean_ptr, var_ptr, rmean_ptr, rvar_ptr, n, c, s, momentum, BLOCK: {tl}.constexpr):

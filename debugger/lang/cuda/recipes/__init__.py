@@ -10,18 +10,21 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_bounds_check | cuda_unguarded_load / _store | mask_missing |
 | cuda_decode_on_copy | cuda_index_divided_in_place | unwritten_output |
 | cuda_float_accumulator | cuda_half_accumulator | low_precision_accumulator |
+| cuda_bn_batch_stats | cuda_reads_running_stats | train_eval_mode |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
 """
 from __future__ import annotations
 
+from debugger.lang.cuda.recipes.batchnorm import CudaBatchNormBatchStats
 from debugger.lang.cuda.recipes.bounds import CudaBoundsCheck
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.grid import CudaCeilDivGrid, CudaGridStrideLoop
 from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
 
-RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator()]
+RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
+           CudaBatchNormBatchStats()]
 
-__all__ = ["RECIPES", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaDecodeOnCopy", "CudaFloatAccumulator",
+__all__ = ["RECIPES", "CudaBatchNormBatchStats", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaDecodeOnCopy", "CudaFloatAccumulator",
            "CudaGridStrideLoop"]

@@ -1,0 +1,169 @@
+"""cuda_bn_batch_stats: train-mode BatchNorm for a CUDA answer that normalises with the running statistics.
+
+Real answers (fact `cuda_reads_running_stats`) hand `bn.running_mean`, `bn.running_var` from forward
+to an extension function whose kernel normalises with them (eval mode) while KernelBench runs the
+model in train mode. The fix, in the answer's own extension (the load_inline whose `functions=[...]`
+binds the function forward calls):
+- the CUDA source gains `bn_batch_stats_train_kernel` (one block per channel, reducing over N and
+  the spatial dimensions in double: the batch's mean and biased variance; the running statistics
+  updated in place with the unbiased variance and the module's momentum, none when it is negative)
+  and its host function `bn_batch_stats_train(x, running_mean, running_var, momentum)`;
+- cpp_sources gains its declaration and `functions=` its name, so the answer's own binding exports it;
+- forward computes `_bn_mean, _bn_var` with it when `self.training` and passes them in place of the
+  running statistics (debugger/recipes/batchnorm_train.py writes that side); eval mode is unchanged.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from debugger.lang.cuda.splice import UnitSplice, error_count
+from debugger.recipes.base import Edit, Patch, Recipe
+from debugger.recipes.batchnorm_train import MOMENTUM_HELPER, forward_edits, module_insert_point, stats_sites
+from debugger.recipes.syntax import Source, call_args, text, unparen
+
+FN = "bn_batch_stats_train"
+DECLARATION = (f"\nstd::vector<torch::Tensor> {FN}(torch::Tensor x, torch::Tensor running_mean, "
+               f"torch::Tensor running_var, double momentum);\n")
+KERNEL = f'''
+
+// Train-mode BatchNorm (the train-mode fix): one block per channel reduces over N and the spatial dimensions to
+// the batch's mean and biased variance; the running statistics are updated in place as PyTorch does
+// (unbiased variance; momentum < 0: no update).
+__global__ void {FN}_kernel(
+        const float* __restrict__ x, float* __restrict__ mean_out, float* __restrict__ var_out,
+        float* __restrict__ running_mean, float* __restrict__ running_var, long long n, long long c, long long s,
+        float momentum) {{
+    __shared__ double partial[256];
+    const long long ch = blockIdx.x;
+    const long long count = n * s;
+    double sum = 0.0;
+    for (long long i = threadIdx.x; i < count; i += blockDim.x) {{
+        const long long b = i / s;
+        sum += (double)x[(b * c + ch) * s + (i - b * s)];
+    }}
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {{
+        if (threadIdx.x < k) partial[threadIdx.x] += partial[threadIdx.x + k];
+        __syncthreads();
+    }}
+    const double mean = partial[0] / (double)count;
+    __syncthreads();
+    double sq = 0.0;
+    for (long long i = threadIdx.x; i < count; i += blockDim.x) {{
+        const long long b = i / s;
+        const double d = (double)x[(b * c + ch) * s + (i - b * s)] - mean;
+        sq += d * d;
+    }}
+    partial[threadIdx.x] = sq;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {{
+        if (threadIdx.x < k) partial[threadIdx.x] += partial[threadIdx.x + k];
+        __syncthreads();
+    }}
+    if (threadIdx.x == 0) {{
+        const double m2 = partial[0];
+        mean_out[ch] = (float)mean;
+        var_out[ch] = (float)(m2 / (double)count);
+        if (momentum >= 0.0f) {{
+            const double unbiased = count > 1 ? m2 / (double)(count - 1) : m2;
+            running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)mean;
+            running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
+        }}
+    }}
+}}
+
+std::vector<torch::Tensor> {FN}(
+        torch::Tensor x, torch::Tensor running_mean, torch::Tensor running_var, double momentum) {{
+    TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat && x.dim() >= 2, "{FN}: float32 CUDA (N, C, ...)");
+    auto xc = x.contiguous();
+    const long long n = xc.size(0), c = xc.size(1);
+    const long long s = n * c > 0 ? xc.numel() / (n * c) : 0;
+    TORCH_CHECK(running_mean.numel() == c && running_var.numel() == c && running_mean.is_contiguous() &&
+                running_var.is_contiguous() && running_mean.scalar_type() == torch::kFloat &&
+                running_var.scalar_type() == torch::kFloat, "{FN}: running statistics of C float32 values");
+    auto mean = torch::empty({{c}}, xc.options());
+    auto var = torch::empty({{c}}, xc.options());
+    if (c > 0) {{
+        {FN}_kernel<<<(unsigned int)c, 256>>>(
+            xc.data_ptr<float>(), mean.data_ptr<float>(), var.data_ptr<float>(), running_mean.data_ptr<float>(),
+            running_var.data_ptr<float>(), n, c, s, (float)momentum);
+    }}
+    return {{mean, var}};
+}}
+'''
+
+
+def _bound(src: str) -> dict[str, tuple]:
+    """Exported name -> (its load_inline call, that call's functions= node) for literal lists, tuples, strings."""
+    from debugger.lang.cuda.sources import PythonFile
+
+    out = {}
+    for call in PythonFile(src).loader_calls:
+        pos, kw = call_args(call)
+        node = kw.get("functions", pos[3] if len(pos) > 3 else None)
+        if node is None:
+            continue
+        node = unparen(node)
+        items = node.named_children if node.type in ("list", "tuple") else [node]
+        for item in items:
+            if item.type == "string":
+                out[text(item).strip("'\"")] = (call, node)
+    return out
+
+
+def _functions_edit(node) -> Edit | None:
+    """`functions=` with the new name added (a list or tuple gains an item; a lone string becomes a list)."""
+    if node.type == "string":
+        return Edit(node.start_byte, node.end_byte, f'[{text(node)}, "{FN}"]')
+    items = [c for c in node.named_children if c.type != "comment"]
+    if node.type not in ("list", "tuple") or not items:
+        return None
+    return Edit.insert(items[-1].end_byte, f', "{FN}"')
+
+
+class CudaBatchNormBatchStats(Recipe):
+    """Batch statistics from a reduction kernel in the answer's own extension, in train mode."""
+
+    id = "cuda_bn_batch_stats"
+    bug_classes = ("train_eval_mode",)
+    symptoms = ("cuda_reads_running_stats", "passes_in_eval_mode", "all_wrong", "whole_cols_wrong")
+    description = "normalise with the batch's statistics in train mode (a CUDA reduction), update the running ones"
+
+    def _propose(self, s: Source, hints: dict) -> Iterator[Patch | None]:
+        from debugger.lang.cuda import units
+
+        if "load_inline" not in s.src or FN in s.src:
+            return
+        bound = _bound(s.src)
+
+        def extension_call(call: ast.Call) -> bool:
+            return isinstance(call.func, ast.Attribute) and call.func.attr in bound
+
+        sites = stats_sites(s.src, extension_call)
+        loaders = {bound[site.call.func.attr][0].start_byte for site in sites}
+        if not sites or len(loaders) != 1:
+            return  # one extension gains the statistics function
+        call, functions = bound[sites[0].call.func.attr]
+        at = module_insert_point(s.src)
+        py_edits = forward_edits(s.src, sites, lambda site: f"{ast.unparse(site.call.func.value)}.{FN}")
+        names = _functions_edit(functions)
+        if at is None or not py_edits or names is None:
+            return
+        before = units(s.src)
+        mine = {u.source.kind: u for u in before if u.source.loader_line == call.start_point[0] + 1}
+        if set(mine) != {"cuda", "cpp"}:
+            return
+        edits = [Edit.insert(at, MOMENTUM_HELPER), names] + py_edits
+        for kind, added in (("cuda", KERNEL), ("cpp", DECLARATION)):
+            end = len(mine[kind].source.text.encode())
+            mapped = UnitSplice(s.src, mine[kind]).edits([(end, end, added)])
+            if not mapped:
+                return
+            edits += mapped
+        patch = self.patch(s, edits, f"train mode: normalise with the batch's statistics of "
+                                     f"{', '.join(dict.fromkeys(site.owner for site in sites))} (a CUDA reduction "
+                                     f"exported as {FN}), running statistics updated")
+        if patch is not None and error_count(units(patch.new_src)) <= error_count(before):
+            yield patch
