@@ -95,7 +95,17 @@ def max_difference(a: list, b: list) -> float:
             continue
         if x.shape != y.shape:
             return float("inf")
-        xd, yd = x.double(), y.to(x.device).double()
+        y = y.to(x.device)
+        # Equal tensors (the usual answer: inputs left alone, a deterministic rerun) need no float64
+        # copies, which for 2^31 int8 elements are 17 GB each; integers differ exactly, in int64.
+        if x.dtype == y.dtype and torch.equal(x, y):
+            continue
+        if not x.is_floating_point() and not y.is_floating_point() and not x.is_complex() and not y.is_complex():
+            d = (x.long() - y.long()).abs()
+            if d.numel():
+                worst = max(worst, float(d.max()))
+            continue
+        xd, yd = x.double(), y.double()
         same_nan = torch.isnan(xd) & torch.isnan(yd)
         if bool(((torch.isnan(xd) | torch.isnan(yd)) & ~same_nan).any()):
             return float("inf")

@@ -197,3 +197,34 @@ def test_repeated_run_tags_drift(monkeypatch):
     monkeypatch.setattr(ev, "evaluate", drifting)
     record, drifted = gx.repeated_run(load_case(CASES / RACE), {"name": "seed0", "seed": 0}, "cuda", 60)
     assert drifted and record["result"] == "drift" and "0.5" in record["description"]
+
+
+# -- what a GPU-sized check holds, and a process that lost its CUDA context -------------------------
+
+def test_max_difference_of_equal_tensors_makes_no_float64_copy(monkeypatch):
+    """The candidate's input-mutation check compares every input with its pristine copy: for the int8
+    case's 2^31 elements, float64 copies of both (and of their difference) took ~100 GB of the GPU."""
+    import torch
+
+    from debugger import compare
+
+    x = torch.randint(-100, 100, (64, 128), dtype=torch.int8)
+
+    def no_copy(self, *a, **kw):
+        raise AssertionError("a float64 copy of an input")
+
+    monkeypatch.setattr(torch.Tensor, "double", no_copy)
+    assert compare.max_difference([x], [x.clone()]) == 0.0
+    y = x.clone()
+    y[3, 5] += 7
+    assert compare.max_difference([x], [y]) == 7.0  # integers differ exactly, without float64
+
+
+def test_max_difference_of_integers_is_exact():
+    import torch
+
+    from debugger import compare
+
+    a = torch.tensor([2 ** 60], dtype=torch.int64)
+    assert compare.max_difference([a], [a + 1]) == 1.0  # in float64 both are 2^60: "no difference"
+
