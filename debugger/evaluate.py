@@ -9,6 +9,7 @@ worker, which the candidate's process never sees.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -207,6 +208,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
             report.log_tail = cand_setup.get("traceback", "")
             return _finish(ev, t_start)
 
+        fresh, why = 0, "not run: the worker was killed"  # fresh: workers started after a lost CUDA context
         for i, spec in enumerate(specs):
             check = CheckResult(name=spec["name"], kind=spec.get("kind", "seed"), passed=False, status="pass",
                                 spec={k: v for k, v in spec.items() if k not in ("fingerprint",)})
@@ -218,10 +220,21 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
                 report.status = "invalid_input"
                 report.message = f"reference fails on its own inputs: {check.message}"
                 return _finish(ev, t_start)
+            if stop is None and not fail_fast and i + 1 < len(specs) and lost_cuda_context(check):
+                # Its CUDA context is gone: the process is discarded, the next checks get a fresh one.
+                candidate.close()
+                fresh += 1
+                candidate = sandbox.spawn("candidate", setup) if fresh <= MAX_FRESH_CANDIDATES else None
+                try:
+                    ok = candidate is not None and candidate.wait_reply(timeout)[0].get("ok")
+                except (WorkerTimeout, WorkerDied):
+                    ok = False
+                if not ok:
+                    stop, why = "dead", f"not run: the candidate lost its CUDA context {fresh} times"
             if stop == "dead" and i + 1 < len(specs):
                 for rest in specs[i + 1:]:
                     report.checks.append(CheckResult(name=rest["name"], kind=rest.get("kind", "seed"), passed=False,
-                                                     status="skipped", message="not run: the worker was killed"))
+                                                     status="skipped", message=why))
                 break
             if fail_fast and not check.passed and check.status != "skipped":
                 break
@@ -361,6 +374,18 @@ def _finish(ev: Evaluation, t_start: float) -> Evaluation:
             else report.message
     report.seconds = time.perf_counter() - t_start
     return ev
+
+
+# CUDA errors that leave the process's context unusable: every later call in it fails with the same
+# error, so a check run after one would report the earlier check's fault (out of memory is not one).
+STICKY_CUDA_ERROR = re.compile(r"illegal memory access|illegal address|device-side assert|misaligned address|"
+                               r"illegal instruction|unspecified launch failure|AcceleratorError", re.IGNORECASE)
+MAX_FRESH_CANDIDATES = 2  # per evaluation; a kernel that faults on every check is not restarted for each
+
+
+def lost_cuda_context(check: CheckResult) -> bool:
+    """The candidate's run raised a CUDA error after which its process must be discarded."""
+    return check.status == "runtime_error" and bool(STICKY_CUDA_ERROR.search(check.message or ""))
 
 
 def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: float, check: CheckResult):

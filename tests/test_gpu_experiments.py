@@ -228,3 +228,66 @@ def test_max_difference_of_integers_is_exact():
     a = torch.tensor([2 ** 60], dtype=torch.int64)
     assert compare.max_difference([a], [a + 1]) == 1.0  # in float64 both are 2^60: "no difference"
 
+
+STICKY_REFERENCE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+# A kernel that faults on a transposed input, and a process that, as a CUDA context does after an
+# illegal address, fails every later call with the same error.
+STICKY_CANDIDATE = """
+import torch
+import torch.nn as nn
+
+_lost = []
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if _lost or x.stride(-1) != 1:
+            _lost.append(1)
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return torch.sum(x, dim=1)
+"""
+
+
+def test_a_check_after_a_lost_cuda_context_runs_in_a_fresh_process():
+    from debugger.case import Case
+    from debugger.evaluate import evaluate, lost_cuda_context
+
+    case = Case(name="sticky", reference_src=STICKY_REFERENCE, candidate_src=STICKY_CANDIDATE)
+    checks = [{"name": "seed0", "kind": "seed", "seed": 0},
+              {"name": "transposed", "kind": "layout", "seed": 21, "transform": "transposed"},
+              {"name": "seed1", "kind": "seed", "seed": 1}]
+    rep = evaluate(case, "cpu", checks=checks, timeout=120)
+    by = {c.name: c for c in rep.checks}
+    assert lost_cuda_context(by["transposed"]) and not by["transposed"].passed
+    assert by["seed0"].passed and by["seed1"].passed, by["seed1"].message  # not the transposed check's fault
+    assert [c.name for c in rep.failed_checks] == ["transposed"]
+
+
+def test_a_kernel_that_faults_on_every_check_is_restarted_a_bounded_number_of_times():
+    from debugger.case import Case
+    from debugger.evaluate import MAX_FRESH_CANDIDATES, evaluate
+
+    always = STICKY_CANDIDATE.replace("if _lost or x.stride(-1) != 1:", "if True:")
+    case = Case(name="sticky", reference_src=STICKY_REFERENCE, candidate_src=always)
+    checks = [{"name": f"seed{i}", "kind": "seed", "seed": i} for i in range(MAX_FRESH_CANDIDATES + 3)]
+    rep = evaluate(case, "cpu", checks=checks, timeout=120)
+    ran = [c for c in rep.checks if c.status == "runtime_error"]
+    skipped = [c for c in rep.checks if c.status == "skipped"]
+    assert len(ran) == MAX_FRESH_CANDIDATES + 1 and len(skipped) == 2
+    assert all("lost its CUDA context" in c.message for c in skipped) and not rep.passed
