@@ -132,8 +132,9 @@ def forward_edits(src: str, sites: list[StatsSite], stats_call: Callable[[StatsS
         mean, var = ast.get_source_segment(src, site.mean), ast.get_source_segment(src, site.var)
         self_name = site.forward.args.args[0].arg
         lines += (f"{indent}# train mode (KernelBench runs it so): the batch's statistics, running ones updated\n"
-                  f"{indent}{mean_name}, {var_name} = ({stats_call(site)}({x_text}, {mean}, {var}, "
-                  f"{MOMENTUM_FN}({site.owner})) if {self_name}.training else ({mean}, {var}))\n")
+                  f"{indent}{mean_name}, {var_name} = (\n"
+                  f"{indent}    {stats_call(site)}({x_text}, {mean}, {var}, {MOMENTUM_FN}({site.owner}))\n"
+                  f"{indent}    if {self_name}.training else ({mean}, {var}))\n")
         edits.append(Edit.insert(line_start, lines))
         for node, name in ((site.mean, mean_name), (site.var, var_name)):
             edits.append(Edit(at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset), name))
