@@ -105,7 +105,17 @@ CUDA_STATIC = {
     "cuda_uses_atomics": "the CUDA kernel updates memory with atomics",
 }
 
-ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC, **CUDA_STATIC}
+# compute-sanitizer's findings on a failing check (GPU: debugger/diagnose/sanitizer_evidence.py).
+SANITIZER = {
+    "sanitizer_out_of_bounds": "memcheck: a kernel of the candidate read or wrote outside its allocation",
+    "sanitizer_index_wrapped": "memcheck: an access far before its allocation or 2 GiB past it (an index that wrapped)",
+    "sanitizer_shared_race": "racecheck: a shared-memory hazard between accesses with no barrier between them",
+    "sanitizer_barrier_error": "synccheck: a barrier reached by only part of a block or warp",
+    "sanitizer_uninitialised_read": "initcheck: a kernel of the candidate read memory nothing wrote",
+    "sanitizer_unwritten_output": "initcheck: memory nothing wrote was copied out or read by PyTorch (an output left unwritten)",
+}
+
+ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC, **CUDA_STATIC, **SANITIZER}
 
 
 def is_symptom(tag: str) -> bool:

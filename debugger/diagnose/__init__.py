@@ -5,6 +5,7 @@ the dependence on input sets, static facts and recipe sites from the source, the
 instrumented copy (CPU interpreter), localisation across kernels (which kernel's output departs
 first from the reference's intermediates), and counterfactual experiments (recipe patches, both
 models in eval mode; on a GPU also tf32, int64, serialised and repeated runs: gpu_experiments.py),
+compute-sanitizer's findings on a failing check (GPU: sanitizer.py),
 then ranks bug-class hypotheses with their evidence and source lines. A
 candidate whose kernel passes with Model's weights mapped in but fails KernelBench's verdict is
 diagnosed from the parameter correspondence (diagnose/semantics.py).
@@ -37,6 +38,7 @@ class Diagnosis:
     probes: dict = field(default_factory=dict)
     experiments: list[dict] = field(default_factory=list)
     localisation: dict = field(default_factory=dict)  # multi-kernel candidates: the kernel that departs first
+    sanitizer: dict = field(default_factory=dict)  # compute-sanitizer on a failing check (GPU; sanitizer.py)
     needs_rewrite: dict | None = None  # {"reason", "evidence"}: the run shows the code never computes the operator
     signature: str | None = None
     evaluation: dict = field(default_factory=dict)
@@ -60,6 +62,9 @@ class Diagnosis:
             lines.append(f"static: line {f['line']}: {f['message']}")
         if self.probes.get("summary"):
             lines.append(f"probes: {self.probes['summary']}")
+        if self.sanitizer.get("tools"):
+            from debugger.diagnose.sanitizer import summary
+            lines.append(summary(self.sanitizer))
         if self.localisation.get("target"):
             from debugger.diagnose.localisation import describe
             lines.append(f"localisation: {describe(self.localisation)}")
@@ -195,7 +200,14 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         diag.localisation = run_localisation(case, report, device, timeout=timeout,
                                              launched=sorted(launched) if ev.observations else None)
     tags = _tags(diag, report, blocks) | {f"family:{f}" for f in families}
-    prelim = ranking.rank(tags, diag.recipe_sites, [], top=len(bug_classes()))
+    sanitizer_findings: list[dict] = []
+    if probes and device == "cuda" and report.failed_checks:  # compute-sanitizer on a failing check
+        from debugger.diagnose.sanitizer import run_sanitizer
+        from debugger.diagnose.sanitizer_evidence import evidence
+        diag.sanitizer = run_sanitizer(case, report, device, timeout=timeout, seconds=experiment_seconds)
+        sanitizer_tags, sanitizer_findings = evidence(diag.sanitizer)
+        tags |= sanitizer_tags
+    prelim = ranking.rank(tags, diag.recipe_sites, [], top=len(bug_classes()), findings=sanitizer_findings)
     # Evidence that no experiment can overturn (a placeholder; no coverage recipe for an output that is
     # mostly poison) makes the verdict now: a slow candidate must not spend minutes on guesses.
     early = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, [])) \
@@ -214,7 +226,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         diag.experiments += run_experiments(case, report, patches + guesses, order,
                                            device=device,
                                            budget=experiment_budget, timeout=timeout, seconds=experiment_seconds)
-    findings = []
+    findings = list(sanitizer_findings)
     if experiments and report.status in ("mismatch", "runtime_error"):
         mode = semantics.eval_mode_experiment(case, report, device, timeout)
         if mode is not None:

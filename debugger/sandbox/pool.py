@@ -148,6 +148,8 @@ class Worker:
 class Sandbox:
     """A warm zygote for one device, forking workers on demand."""
 
+    launcher: tuple[str, ...] = ()  # a command the zygote runs under (a sanitizer: diagnose/sanitizer.py)
+
     def __init__(self, device: str = "cpu", *, timeout: float = 120.0, memory_limit_gb: float = 16.0,
                  threads: int | None = None):
         self.device = device
@@ -171,7 +173,7 @@ class Sandbox:
         self.scratch_root.mkdir(parents=True, exist_ok=True)
         log = open(self.scratch_root / "zygote.log", "ab")
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "debugger.sandbox.zygote", str(child.fileno()), self.device],
+            [*self.launcher, sys.executable, "-m", "debugger.sandbox.zygote", str(child.fileno()), self.device],
             pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True, cwd=str(self.scratch_root))
         child.close()

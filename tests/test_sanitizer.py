@@ -1,0 +1,405 @@
+"""compute-sanitizer as a GPU probe (debugger/diagnose/sanitizer*.py, debugger/lang/cuda/build_lines.py).
+
+On the CPU: the parser on reports written in compute-sanitizer's documented message formats
+(memcheck, racecheck in analysis and hazard mode, initcheck, synccheck; new and old location forms),
+lines of load_inline's cuda.cu mapped back to the Python file, findings turned into ranked evidence,
+the skips where no sanitizer or no GPU is, and the sandbox plumbing (a worker started under a
+launcher, its log read back) with a stand-in for compute-sanitizer on the interpreter.
+On a GPU (`-m gpu`): two CUDA kernels of our own, an unguarded store past the end and a shared-memory
+exchange without __syncthreads, under memcheck and racecheck: the findings name the kernel's lines.
+"""
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from debugger.case import Case
+from debugger.diagnose import ranking
+from debugger.diagnose.sanitizer import find_compute_sanitizer, place, run_sanitizer, run_tool, tools_for
+from debugger.diagnose.sanitizer_evidence import evidence
+from debugger.diagnose.sanitizer_report import Location, kernel_name, parse
+from debugger.lang.cuda import units
+from debugger.lang.cuda.build_lines import python_line
+
+MEMCHECK = """\
+========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at scale_kernel(const float *, float *, int)+0x1d0 in /cache/ext/0f3a/scale_ext/cuda.cu:{line}
+=========     by thread (232,0,0) in block (3,0,0)
+=========     Address 0x7f2a40000fa0 is out of bounds
+=========     and is 4 bytes after the nearest allocation at 0x7f2a40000000 of size 4,000 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: [0x2ea231] in /usr/lib/x86_64-linux-gnu/libcuda.so.1
+=========
+========= Invalid __global__ write of size 4 bytes
+=========     at scale_kernel(const float *, float *, int)+0x1d0 in /cache/ext/0f3a/scale_ext/cuda.cu:{line}
+=========     by thread (233,0,0) in block (3,0,0)
+=========     Address 0x7f2a40000fa4 is out of bounds
+=========     and is 8 bytes after the nearest allocation at 0x7f2a40000000 of size 4,000 bytes
+=========
+========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on CUDA API call to cudaStreamSynchronize.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= ERROR SUMMARY: 3 errors
+"""
+
+RACECHECK = """\
+========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at reverse_kernel(const float *, float *)+0x90 in /b/cuda.cu:12
+=========     and Read access at reverse_kernel(const float *, float *)+0xb0 in /b/cuda.cu:13 [3840 hazards]
+=========
+========= Warning: Race reported between Write access at 0x60 in warp_kernel(float *) and Read access at 0x70 in warp_kernel(float *)
+=========
+========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)
+"""
+
+HAZARD_MODE = """\
+========= ERROR: Potential RAW hazard detected at __shared__ 0x8 in block (0,0,0) :
+=========     Write Thread (2,0,0) at 0x00000090 in /b/cuda.cu:12:reverse_kernel(float const *, float*)
+=========     Read Thread (253,0,0) at 0x000000b0 in /b/cuda.cu:13:reverse_kernel(float const *, float*)
+=========     Current Value : 0, Incoming Value : 1065353216
+"""
+
+INITCHECK = """\
+========= COMPUTE-SANITIZER
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at void accumulate<float>(float *, const float *, int)+0x70
+=========        in /cache/ext/9a/acc_ext/cuda.cu:20
+=========     by thread (31,0,0) in block (1,0,0)
+=========     Address 0x7f3c7ec000fc
+=========
+========= Host API memory access error at host access to 0x7f3c7ec00000 of size 4096 bytes
+=========     Uninitialized access at 0x7f3c7ec00800 on access by cudaMemcopy source.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= ERROR SUMMARY: 2 errors
+"""
+
+SYNCCHECK = """\
+========= Barrier error detected. Divergent thread(s) in block.
+=========     at 0x000002c8 in /tmp/kdebug-sandbox-1/can-x/candidate.py:23:add_kernel
+=========     by thread (64,0,0) in block (0,0,0)
+========= ERROR SUMMARY: 1 error
+"""
+
+SCALE_CANDIDATE = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = r"""
+__global__ void scale_kernel(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = 2.0f * x[i];
+}
+
+torch::Tensor scale(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    scale_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+"""
+ext = load_inline(name="kd_sanitizer_scale", cpp_sources="torch::Tensor scale(torch::Tensor x);",
+                  cuda_sources=cuda_src, functions=["scale"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.scale(x.contiguous())
+'''
+
+SCALE_REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return 2.0 * x
+
+
+def get_inputs():
+    return [torch.randn(1000)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+REVERSE_CANDIDATE = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = r"""
+__global__ void reverse_kernel(const float* x, float* y) {
+    __shared__ float tile[256];
+    int t = threadIdx.x;
+    int i = blockIdx.x * 256 + t;
+    tile[t] = x[i];
+    y[i] = tile[255 - t];
+}
+
+torch::Tensor reverse(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    reverse_kernel<<<x.numel() / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>());
+    return y;
+}
+"""
+ext = load_inline(name="kd_sanitizer_reverse", cpp_sources="torch::Tensor reverse(torch::Tensor x);",
+                  cuda_sources=cuda_src, functions=["reverse"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.reverse(x.contiguous())
+'''
+
+REVERSE_REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.view(-1, 256).flip(1).reshape(-1)
+
+
+def get_inputs():
+    return [torch.randn(16 * 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _line(src: str, needle: str) -> int:
+    return next(n for n, text in enumerate(src.split("\n"), 1) if needle in text)
+
+
+def _cuda_cu(src: str) -> str:
+    """cuda.cu as load_inline writes it: three implicit includes, then the CUDA source."""
+    unit = next(u for u in units(src) if u.source.kind == "cuda")
+    return "\n".join(["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>", unit.source.text])
+
+
+# -- the parser ---------------------------------------------------------------------------------------
+def test_memcheck_out_of_bounds_merged_per_place():
+    report = parse(MEMCHECK.format(line=9), "memcheck")
+    assert report.complete and report.errors == 3
+    oob, api = report.findings
+    assert (oob.kind, oob.space, oob.size, oob.kernel, oob.line) == ("invalid_write", "global", 4, "scale_kernel", 9)
+    assert oob.file.endswith("scale_ext/cuda.cu")
+    assert oob.count == 2 and oob.oob_side == "after" and oob.oob_bytes == 8 and oob.allocation_size == 4000
+    assert (oob.thread, oob.block) == ("232,0,0", "3,0,0")
+    assert api.kind == "api_error" and "cudaStreamSynchronize" in api.message
+
+
+def test_racecheck_analysis_and_hazard_reports():
+    report = parse(RACECHECK, "racecheck")
+    assert report.complete and report.errors == 1
+    race, warning = report.findings
+    assert race.kind == "race" and race.severity == "error" and race.kernel == "reverse_kernel"
+    assert [(a["access"], a["line"], a["hazards"]) for a in race.accesses] == [("write", 12, None), ("read", 13, 3840)]
+    assert warning.severity == "warning" and [a["access"] for a in warning.accesses] == ["write", "read"]
+    assert warning.kernel == "warp_kernel" and warning.line is None
+    hazard = parse(HAZARD_MODE, "racecheck").findings[0]
+    assert hazard.kind == "race" and hazard.space == "shared" and hazard.kernel == "reverse_kernel"
+    assert [(a["access"], a["line"]) for a in hazard.accesses] == [("write", 12), ("read", 13)]
+    assert not parse(HAZARD_MODE, "racecheck").complete  # no summary: the run did not reach its end
+
+
+def test_initcheck_kernel_read_and_host_copy():
+    report = parse(INITCHECK, "initcheck")
+    read, copy = report.findings
+    assert (read.kind, read.kernel, read.line, read.size) == ("uninitialised_read", "accumulate", 20, 4)
+    assert read.file.endswith("acc_ext/cuda.cu")  # the file on the line after the function
+    assert copy.kind == "uninitialised_copy" and copy.size == 4096 and "cudaMemcopy" in copy.message
+
+
+def test_synccheck_barrier_old_location_form():
+    f = parse(SYNCCHECK, "synccheck").findings[0]
+    assert (f.kind, f.kernel, f.line) == ("barrier_error", "add_kernel", 23)
+    assert f.file.endswith("candidate.py") and "Divergent" in f.message
+
+
+def test_location_forms_and_kernel_names():
+    assert Location.parse("k(float *)+0x70").kernel == "k"
+    assert Location.parse("0x1b8 in kernel(float *, float *)").kernel == "kernel"
+    old = Location.parse("0xd80 in /src/a.cu:162:void fused<(bool)1, __half>(T2 *, int)")
+    assert (old.kernel, old.file, old.line) == ("fused", "/src/a.cu", 162)
+    assert kernel_name("void ns::(anonymous namespace)::tile_k<float, 4>(float*, int)") == "tile_k"
+    assert kernel_name("triton_add_kernel") == "triton_add_kernel"
+    assert parse("", "memcheck").findings == [] and not parse("", "memcheck").complete
+
+
+# -- lines and evidence ---------------------------------------------------------------------------------
+def test_cuda_cu_lines_map_to_the_python_file():
+    src, cu = SCALE_CANDIDATE, _cuda_cu(SCALE_CANDIDATE)
+    store = _line(cu, "y[i] = 2.0f")
+    assert python_line(src, "/x/kd_sanitizer_scale/cuda.cu", store, "scale_kernel") == _line(src, "y[i] = 2.0f")
+    assert python_line(src, "/x/kd_sanitizer_scale/cuda.cu", store, "scale_kernel", cu) == _line(src, "y[i] = 2.0f")
+    # the compiled text disagrees with the row the offset gives: the line is not claimed
+    assert python_line(src, "/x/cuda.cu", store, "scale_kernel", cu.replace("y[i] = 2.0f", "y[j] = 3.0f")) is None
+    assert python_line(src, "/x/cuda.cu", None, "scale_kernel") is None
+
+
+def test_findings_become_ranked_evidence_with_lines():
+    src = SCALE_CANDIDATE
+    store = _line(_cuda_cu(src), "y[i] = 2.0f")
+    kernels = {"scale_kernel"}
+    report = parse(MEMCHECK.format(line=store), "memcheck")
+    findings = [place(f.to_dict(), src, kernels) for f in report.findings]
+    assert findings[0]["in_candidate"] and findings[0]["pyline"] == _line(src, "y[i] = 2.0f")
+    assert not findings[1]["in_candidate"]  # the API error is no kernel of the candidate
+    tags, scored = evidence({"tools": [{"tool": "memcheck", "findings": findings}]})
+    assert tags == {"sanitizer_out_of_bounds"}
+    hyps = ranking.rank(tags, [], [], findings=scored)
+    assert hyps[0]["bug_class"] == "mask_missing" and _line(src, "y[i] = 2.0f") in hyps[0]["lines"]
+    assert any("4 bytes" in e and "scale_kernel" in e for e in hyps[0]["evidence"])
+
+
+def test_race_barrier_and_unwritten_evidence_classes():
+    src = REVERSE_CANDIDATE
+    cu = _cuda_cu(src)
+    text = RACECHECK.replace("cuda.cu:12", f"cuda.cu:{_line(cu, 'tile[t] = x[i]')}") \
+        .replace("cuda.cu:13", f"cuda.cu:{_line(cu, 'tile[255 - t]')}")
+    race = [place(f.to_dict(), src, {"reverse_kernel"}) for f in parse(text, "racecheck").findings]
+    assert [a["pyline"] for a in race[0]["accesses"]] == [_line(src, "tile[t] = x[i]"), _line(src, "tile[255 - t]")]
+    tags, scored = evidence({"tools": [{"tool": "racecheck", "findings": race}]})
+    assert tags == {"sanitizer_shared_race"}  # the warning is in no kernel of ours, and only a warning
+    assert ranking.rank(tags, [], [], findings=scored)[0]["bug_class"] == "write_race"
+    init = [place(f.to_dict(), src, set()) for f in parse(INITCHECK, "initcheck").findings]
+    tags, scored = evidence({"tools": [{"tool": "initcheck", "findings": init}]})
+    assert tags == {"sanitizer_unwritten_output"}  # PyTorch read, and the host copied, what no kernel wrote
+    assert ranking.rank(tags, [], [], findings=scored)[0]["bug_class"] == "unwritten_output"
+    wrapped = dict(place(parse(MEMCHECK.format(line=9), "memcheck").findings[0].to_dict(), src, {"scale_kernel"}),
+                   oob_side="before", oob_bytes=1 << 33)
+    assert evidence({"tools": [{"tool": "memcheck", "findings": [wrapped]}]})[0] == \
+        {"sanitizer_out_of_bounds", "sanitizer_index_wrapped"}
+
+
+# -- skips and the plumbing -----------------------------------------------------------------------------
+class _Report:
+    def __init__(self, drift=None):
+        self.checks = [type("C", (), {"drift": drift})()]
+        self.failed_checks = []
+
+
+def test_skips_say_why(monkeypatch):
+    case = Case("c", SCALE_REFERENCE, SCALE_CANDIDATE)
+    assert "CUDA GPU" in run_sanitizer(case, _Report(), "cpu")["skipped"]
+    monkeypatch.setattr("debugger.diagnose.sanitizer.find_compute_sanitizer", lambda: None)
+    assert "not found" in run_sanitizer(case, _Report(), "cuda")["skipped"]
+    assert tools_for(SCALE_CANDIDATE, _Report()) == ["memcheck", "initcheck"]
+    assert tools_for(REVERSE_CANDIDATE, _Report()) == ["memcheck", "initcheck", "racecheck"]
+    assert "racecheck" in tools_for(SCALE_CANDIDATE, _Report(drift=0.5))
+
+
+def test_finds_the_sanitizer_in_the_toolkit(monkeypatch, tmp_path):
+    exe = tmp_path / "bin" / "compute-sanitizer"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    assert find_compute_sanitizer() == str(exe)
+
+
+TRITON_REFERENCE = SCALE_REFERENCE.replace("1000", "300")
+TRITON_CANDIDATE = '''import os
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, 2.0 * x, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        assert os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1", "the sanitizer's environment"
+        y = torch.empty_like(x)
+        double_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)
+        return y
+'''
+# A stand-in for compute-sanitizer: writes a memcheck report naming the Triton store, then runs the
+# command it was given (`env VAR=... python -m debugger.sandbox.zygote FD DEVICE`).
+FAKE_SANITIZER = '''#!/bin/sh
+log=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --log-file) log="$2"; shift 2 ;;
+    --tool|--target-processes|--launch-timeout|--print-limit|--racecheck-report) shift 2 ;;
+    *) break ;;
+  esac
+done
+log=$(echo "$log" | sed "s/%p/$$/")
+printf '%s\\n' "========= Invalid __global__ write of size 4 bytes" \\
+  "=========     at double_kernel+0x1c0 in $PWD/can-x/candidate.py:LINE" \\
+  "=========     by thread (5,0,0) in block (2,0,0)" \\
+  "=========     Address 0x7f00 is out of bounds" "=========" > "$log"
+exec "$@"
+'''
+
+
+def test_a_worker_runs_under_the_launcher_and_its_log_is_read(tmp_path):
+    """The plumbing on the interpreter: zygote started under the launcher, the check run in a worker,
+    the sanitizer's environment passed on (the candidate asserts it), the log parsed and placed at the
+    Triton kernel's line."""
+    store = _line(TRITON_CANDIDATE, "tl.store")
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text(FAKE_SANITIZER.replace("LINE", str(store)))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    case = Case("t", TRITON_REFERENCE, TRITON_CANDIDATE)
+    result = run_tool(case, {"name": "seed0", "kind": "seed", "seed": 0}, "memcheck", str(fake), device="cpu")
+    assert result["status"] == "ran", result
+    (f,) = result["findings"]
+    assert f["kernel"] == "double_kernel" and f["in_candidate"] and f["pyline"] == store
+
+
+# -- on the GPU ---------------------------------------------------------------------------------------
+def _gpu_ready() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available() and find_compute_sanitizer() is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_ready(), reason="needs a CUDA GPU and compute-sanitizer")
+def test_memcheck_names_the_unguarded_store():
+    case = Case("oob", SCALE_REFERENCE, SCALE_CANDIDATE)
+    timeout = float(os.environ.get("KDEBUG_TIMEOUT", "300"))
+    result = run_tool(case, {"name": "seed0", "kind": "seed", "seed": 0}, "memcheck", find_compute_sanitizer(),
+                      timeout=timeout)
+    own = [f for f in result["findings"] if f["in_candidate"]]
+    assert own, result
+    line = _line(SCALE_CANDIDATE, "y[i] = 2.0f")
+    assert {f["kernel"] for f in own} == {"scale_kernel"}
+    assert any(f["kind"] == "invalid_write" and f["pyline"] == line for f in own), own
+    tags, scored = evidence({"tools": [result]})
+    assert "sanitizer_out_of_bounds" in tags
+    assert ranking.rank(tags, [], [], findings=scored)[0]["bug_class"] == "mask_missing"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_ready(), reason="needs a CUDA GPU and compute-sanitizer")
+def test_racecheck_names_the_unsynchronised_shared_accesses():
+    case = Case("race", REVERSE_REFERENCE, REVERSE_CANDIDATE)
+    timeout = float(os.environ.get("KDEBUG_TIMEOUT", "300"))
+    result = run_tool(case, {"name": "seed0", "kind": "seed", "seed": 0}, "racecheck", find_compute_sanitizer(),
+                      timeout=timeout)
+    races = [f for f in result["findings"] if f["kind"] == "race" and f["in_candidate"]]
+    assert races, result
+    lines = {a["pyline"] for f in races for a in f["accesses"]}
+    assert {_line(REVERSE_CANDIDATE, "tile[t] = x[i]"), _line(REVERSE_CANDIDATE, "tile[255 - t]")} <= lines, races
+    tags, scored = evidence({"tools": [result]})
+    assert ranking.rank(tags, [], [], findings=scored)[0]["bug_class"] == "write_race"
