@@ -358,6 +358,33 @@ def test_cuda_patch_adds_an_exported_statistics_kernel(name):
     assert regressions(src, new, ref, "kernelbench") == []
 
 
+def test_sites_of_two_extensions_share_the_first_ones_statistics_function():
+    """forward calls two extensions with running statistics: the first extension's load_inline exports the
+    statistics function, both sites call it through its module-level name."""
+    head = CUDA_2D.split("\n\nclass ModelNew")[0]
+    second = CUDA_1D.split("load_inline\n", 1)[1].split("\n\nclass ModelNew")[0]
+    src = head + "\n" + second + '''
+
+class ModelNew(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(channels)
+        self.head = nn.BatchNorm1d(channels)
+
+    def forward(self, x):
+        y = bn_relu.bn_relu_cuda(x, self.bn.running_mean, self.bn.running_var, self.bn.weight, self.bn.bias, 1e-5)
+        return ext.bn1d(y[:, :, 0, 0], self.head.running_mean, self.head.running_var, self.head.weight,
+                        self.head.bias, 1e-5)
+'''
+    (patch,) = RECIPES["cuda_bn_batch_stats"].propose(src)
+    new = patch.new_src
+    assert parses(new) and error_count(units(new)) == 0
+    assert new.count("bn_relu.bn_batch_stats_train(") == 2 and "ext.bn_batch_stats_train" not in new
+    assert CUDA.bound_functions(new) == {**CUDA.bound_functions(src), "bn_batch_stats_train": "bn_batch_stats_train"}
+    assert new.count("std::vector<torch::Tensor> bn_batch_stats_train(") == 2  # definition and declaration, once each
+    assert "_bn_input_2 = y[:, :, 0, 0]" in new and "_bn_mean_2, _bn_var_2 = (" in new
+
+
 def test_nothing_to_fix_gives_no_patch():
     """After the fix (forward tests training), on an answer that never reads running statistics, or that
     normalises in train mode already: no patch."""

@@ -9,8 +9,9 @@ binds the function forward calls):
   updated in place with the unbiased variance and the module's momentum, none when it is negative)
   and its host function `bn_batch_stats_train(x, running_mean, running_var, momentum)`;
 - cpp_sources gains its declaration and `functions=` its name, so the answer's own binding exports it;
-- forward computes `_bn_mean, _bn_var` with it when `self.training` and passes them in place of the
-  running statistics (debugger/recipes/batchnorm_train.py writes that side); eval mode is unchanged.
+- forward computes `_bn_mean, _bn_var` with it when `self.training` (through the extension object the
+  call already uses; where the sites call several extensions, through the module-level name of the first
+  one's load_inline) and passes them in place of the running statistics (debugger/recipes/batchnorm_train.py writes that side); eval mode is unchanged.
 """
 from __future__ import annotations
 
@@ -113,6 +114,17 @@ def _bound(src: str) -> dict[str, tuple]:
     return out
 
 
+def _module_name(call) -> str | None:
+    """`ext` of a module-level `ext = load_inline(...)`."""
+    assign = call.parent
+    if assign is None or assign.type != "assignment" or assign.parent is None or \
+            assign.parent.type != "expression_statement" or assign.parent.parent is None or \
+            assign.parent.parent.type != "module":
+        return None
+    left = assign.child_by_field_name("left")
+    return text(left) if left is not None and left.type == "identifier" else None
+
+
 def _functions_edit(node) -> Edit | None:
     """`functions=` with the new name added (a list or tuple gains an item; a lone string becomes a list)."""
     if node.type == "string":
@@ -142,12 +154,21 @@ class CudaBatchNormBatchStats(Recipe):
             return isinstance(call.func, ast.Attribute) and call.func.attr in bound
 
         sites = stats_sites(s.src, extension_call)
-        loaders = {bound[site.call.func.attr][0].start_byte for site in sites}
-        if not sites or len(loaders) != 1:
-            return  # one extension gains the statistics function
-        call, functions = bound[sites[0].call.func.attr]
+        if not sites:
+            return
+        call, functions = bound[sites[0].call.func.attr]  # one extension gains the statistics function
+        if len({bound[site.call.func.attr][0].start_byte for site in sites}) == 1:
+            def callee(site):  # through the object each call already uses
+                return f"{ast.unparse(site.call.func.value)}.{FN}"
+        else:  # sites of several extensions: the first one's, through its module-level name
+            name = _module_name(call)
+            if name is None:
+                return
+
+            def callee(site):
+                return f"{name}.{FN}"
         at = module_insert_point(s.src)
-        py_edits = forward_edits(s.src, sites, lambda site: f"{ast.unparse(site.call.func.value)}.{FN}")
+        py_edits = forward_edits(s.src, sites, callee)
         names = _functions_edit(functions)
         if at is None or not py_edits or names is None:
             return
