@@ -19,6 +19,7 @@ import ast
 from typing import Iterator
 
 from debugger.lang.cuda.splice import UnitSplice, error_count
+from debugger.lang.cuda.unit import identifiers, walk
 from debugger.recipes.base import Edit, Patch, Recipe
 from debugger.recipes.batchnorm_train import MOMENTUM_HELPER, forward_edits, module_insert_point, stats_sites
 from debugger.recipes.syntax import Source, call_args, text, unparen
@@ -114,6 +115,19 @@ def _bound(src: str) -> dict[str, tuple]:
     return out
 
 
+def _normalises_its_input(all_units, site) -> bool:
+    """The host function the site calls hands its first argument and the running mean to one call (a
+    launch or a helper): the statistics are those of the tensor forward passes, not of one the host
+    computes first (a GEMM's output). True when the host function is not found (nothing to judge by)."""
+    host = next((f for u in all_units for f in u.hosts if f.name == site.call.func.attr), None)
+    index = next(i for i, a in enumerate(site.call.args) if a is site.mean)
+    if host is None or host.body is None or len(host.params) <= index:
+        return True
+    x, mean = host.params[0].name, host.params[index].name
+    return any(n.type == "call_expression" and {x, mean} <= identifiers(n.child_by_field_name("arguments"))
+               for n in walk(host.body))
+
+
 def _module_name(call) -> str | None:
     """`ext` of a module-level `ext = load_inline(...)`."""
     assign = call.parent
@@ -153,7 +167,8 @@ class CudaBatchNormBatchStats(Recipe):
         def extension_call(call: ast.Call) -> bool:
             return isinstance(call.func, ast.Attribute) and call.func.attr in bound
 
-        sites = stats_sites(s.src, extension_call)
+        cuda_units = units(s.src)
+        sites = [site for site in stats_sites(s.src, extension_call) if _normalises_its_input(cuda_units, site)]
         if not sites:
             return
         call, functions = bound[sites[0].call.func.attr]  # one extension gains the statistics function
@@ -172,7 +187,7 @@ class CudaBatchNormBatchStats(Recipe):
         names = _functions_edit(functions)
         if at is None or not py_edits or names is None:
             return
-        before = units(s.src)
+        before = cuda_units
         mine = {u.source.kind: u for u in before if u.source.loader_line == call.start_point[0] + 1}
         if set(mine) != {"cuda", "cpp"}:
             return
