@@ -80,8 +80,8 @@ std::vector<torch::Tensor> {FN}(
         torch::Tensor x, torch::Tensor running_mean, torch::Tensor running_var, double momentum) {{
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat && x.dim() >= 2, "{FN}: float32 CUDA (N, C, ...)");
     auto xc = x.contiguous();
-    const long long n = xc.size(0), c = xc.size(1);
-    const long long s = n * c > 0 ? xc.numel() / (n * c) : 0;
+    const int64_t n = xc.size(0), c = xc.size(1);
+    const int64_t s = n * c > 0 ? xc.numel() / (n * c) : 0;
     TORCH_CHECK(running_mean.numel() == c && running_var.numel() == c && running_mean.is_contiguous() &&
                 running_var.is_contiguous() && running_mean.scalar_type() == torch::kFloat &&
                 running_var.scalar_type() == torch::kFloat, "{FN}: running statistics of C float32 values");
