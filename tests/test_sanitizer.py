@@ -7,6 +7,9 @@ the skips where no sanitizer or no GPU is, and the sandbox plumbing (a worker st
 launcher, its log read back) with a stand-in for compute-sanitizer on the interpreter.
 On a GPU (`-m gpu`): two CUDA kernels of our own, an unguarded store past the end and a shared-memory
 exchange without __syncthreads, under memcheck and racecheck: the findings name the kernel's lines.
+CUDA localisation (diagnose/localisation.py, lang/cuda/exports.py): exported functions' spans, the
+departing call tied to its host function and kernels; on a GPU, a softmax in two calls whose second
+departs.
 """
 from __future__ import annotations
 
@@ -403,3 +406,100 @@ def test_racecheck_names_the_unsynchronised_shared_accesses():
     assert {_line(REVERSE_CANDIDATE, "tile[t] = x[i]"), _line(REVERSE_CANDIDATE, "tile[255 - t]")} <= lines, races
     tags, scored = evidence({"tools": [result]})
     assert ranking.rank(tags, [], [], findings=scored)[0]["bug_class"] == "write_race"
+
+
+# -- CUDA localisation: which call into the extension departs first ---------------------------------------
+SOFTMAX_CANDIDATE = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = r"""
+__global__ void row_max_kernel(const float* x, float* m, int cols) {
+    int r = blockIdx.x;
+    float best = -INFINITY;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) best = fmaxf(best, x[r * cols + c]);
+    for (int o = 16; o > 0; o /= 2) best = fmaxf(best, __shfl_xor_sync(0xffffffff, best, o));
+    if (threadIdx.x == 0) m[r] = best;
+}
+
+__global__ void exp_norm_kernel(const float* x, const float* m, float* y, int cols) {
+    int r = blockIdx.x;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) y[r * cols + c] = expf(x[r * cols + c] - m[r]);
+}
+
+torch::Tensor row_max(torch::Tensor x) {
+    auto m = torch::empty({x.size(0)}, x.options());
+    row_max_kernel<<<x.size(0), 32>>>(x.data_ptr<float>(), m.data_ptr<float>(), x.size(1));
+    return m;
+}
+
+torch::Tensor exp_norm(torch::Tensor x, torch::Tensor m) {
+    auto y = torch::empty_like(x);
+    exp_norm_kernel<<<x.size(0), 128>>>(x.data_ptr<float>(), m.data_ptr<float>(), y.data_ptr<float>(), x.size(1));
+    return y;
+}
+"""
+cpp_src = "torch::Tensor row_max(torch::Tensor x);\\ntorch::Tensor exp_norm(torch::Tensor x, torch::Tensor m);"
+ext = load_inline(name="kd_sanitizer_softmax", cpp_sources=cpp_src, cuda_sources=cuda_src,
+                  functions=["row_max", "exp_norm"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        return ext.exp_norm(x, ext.row_max(x))  # the sum is never divided out
+'''
+
+SOFTMAX_REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(64, 300)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_extension_functions_have_spans_over_their_kernels():
+    from debugger.diagnose.localisation import kernel_lines
+    from debugger.lang.cuda.exports import export_spans
+
+    src = SOFTMAX_CANDIDATE
+    spans = export_spans(src)
+    assert spans["row_max"]["kernels"] == ["row_max_kernel"] and spans["exp_norm"]["host"] == "exp_norm"
+    first, last = spans["exp_norm"]["lines"]
+    assert first == _line(src, "void exp_norm_kernel") and last >= _line(src, "return y;")
+    assert kernel_lines(src)["row_max"] == spans["row_max"]["lines"]
+    assert kernel_lines(TRITON_CANDIDATE) == {"double_kernel": [_line(TRITON_CANDIDATE, "@triton.jit"),
+                                                                _line(TRITON_CANDIDATE, "tl.store")]}
+
+
+def test_the_departing_extension_call_names_its_host_and_kernels(monkeypatch):
+    """The parent's side of localisation on the buffers a localising run reports (faked here): the
+    first departing call is tied to its host function, its kernels and their lines."""
+    from debugger.diagnose import localisation
+    from debugger.evaluate import Evaluation
+    from debugger.records import EvalReport
+
+    buffers = [{"launch": 0, "kernel": "row_max", "arg": 1, "verdict": "matches", "quantity": "row max of input 0"},
+               {"launch": 1, "kernel": "exp_norm", "arg": 2, "verdict": "departs", "quantity": "aten._softmax"}]
+    obs = {"localisation": {"buffers": buffers, "first_departing": buffers[1], "summary": "..."}}
+    monkeypatch.setattr("debugger.evaluate.run_evaluation",
+                        lambda *a, **k: Evaluation(EvalReport(status="mismatch"), observations={"seed0": obs}))
+    check = type("Check", (), {"spec": {"name": "seed0", "kind": "seed", "seed": 0}, "status": "mismatch"})()
+    report = type("Report", (), {"failed_checks": [check]})()
+    case = Case("softmax", SOFTMAX_REFERENCE, SOFTMAX_CANDIDATE)
+    loc = localisation.run_localisation(case, report, "cuda", launched=["row_max", "exp_norm"])
+    target = loc["target"]
+    assert (target["kernel"], target["host"], target["kernels"]) == ("exp_norm", "exp_norm", ["exp_norm_kernel"])
+    assert target["lines"][0] == _line(SOFTMAX_CANDIDATE, "void exp_norm_kernel")
+    assert loc["matched_kernels"] == ["row_max"]
+    assert "extension function exp_norm (kernels exp_norm_kernel)" in localisation.describe(loc)

@@ -5,22 +5,38 @@ launch wrote, the reference worker records its float64 intermediates and judges 
 against them (debugger/sandbox/localise.py). Here the verdicts are tied back to the source: the
 departing kernel's lines, and the kernels whose outputs match the reference, so the repair can
 target the one kernel. Works on the CPU interpreter and on a GPU (no source rewriting involved).
+A CUDA candidate is localised by its calls into its extension (each recorded as a launch named by
+the exported function): the departing call names its host function and the kernels it launches
+(lang/cuda/exports.py), and their lines.
 """
 from __future__ import annotations
 
 from debugger.recipes.syntax import Source, line
 
 
+def extension_spans(src: str) -> dict[str, dict]:
+    """A CUDA extension's exported functions: {lines, host, kernels} ({} without one)."""
+    from debugger.lang.cuda.exports import export_spans
+
+    try:
+        return export_spans(src) if "load_inline" in src or "cpp_extension" in src else {}
+    except Exception:  # noqa: BLE001 - unparsable CUDA: nothing to localise there
+        return {}
+
+
 def kernel_lines(src: str) -> dict[str, list[int]]:
-    """Kernel name -> [first line, last line] of its definition (decorators included)."""
+    """Kernel name -> [first line, last line] of its definition (decorators included); an exported
+    function of a CUDA extension -> the span of its host function and the kernels it launches."""
+    out = {}
     try:
         s = Source(src)
-    except Exception:  # noqa: BLE001 - unparsable source: nothing to localise
-        return {}
-    out = {}
-    for k in s.kernels:
-        start = k.decorators[0] if k.decorators else k.fn
-        out[k.name] = [line(start), k.fn.end_point[0] + 1]
+        for k in s.kernels:
+            start = k.decorators[0] if k.decorators else k.fn
+            out[k.name] = [line(start), k.fn.end_point[0] + 1]
+    except Exception:  # noqa: BLE001 - unparsable source: no Triton kernel to localise
+        pass
+    for name, span in extension_spans(src).items():
+        out.setdefault(name, span["lines"])
     return out
 
 
@@ -54,6 +70,9 @@ def run_localisation(case, report, device: str = "cpu", timeout: float = 120.0,
         unchecked = [b["kernel"] for b in loc["buffers"] if b["launch"] < first["launch"] and b["verdict"] == "unknown"]
         loc["target"] = {"kernel": first["kernel"], "launch": first["launch"], "lines": spans.get(first["kernel"]),
                          "earlier_unchecked": sorted(set(unchecked))}
+        extension = extension_spans(case.candidate_src).get(first["kernel"])
+        if extension:  # a call into the CUDA extension: its host function and the kernels it launches
+            loc["target"].update(host=extension["host"], kernels=extension["kernels"])
     return loc
 
 
@@ -63,7 +82,11 @@ def describe(loc: dict) -> str:
     if not target:
         return loc.get("summary", "")
     where = f" (lines {target['lines'][0]}-{target['lines'][1]})" if target.get("lines") else ""
-    text = f"kernel {target['kernel']}{where} is the first whose output departs from the reference"
+    what = f"kernel {target['kernel']}"
+    if target.get("host"):
+        what = f"extension function {target['kernel']}" + \
+            (f" (kernels {', '.join(target['kernels'])})" if target.get("kernels") else "")
+    text = f"{what}{where} is the first whose output departs from the reference"
     if loc.get("matched_kernels"):
         text += f"; {', '.join(loc['matched_kernels'])} match the reference's intermediates"
     if target.get("earlier_unchecked"):
