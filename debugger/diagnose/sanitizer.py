@@ -109,6 +109,13 @@ def _stop_worker(sandbox: Sandbox, worker) -> None:
     worker.close()
 
 
+def _tail(path: Path, n: int = 600) -> str:
+    try:
+        return path.read_bytes()[-n:].decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
 def _file_text(path: str | None, root: Path) -> str | None:
     """The compiled file's text when it lies in the sanitizer's build folder (for the line check)."""
     if not path:
@@ -160,10 +167,11 @@ def run_tool(case, spec: dict, tool: str, exe: str, timeout: float = MIN_TIMEOUT
     run_spec = dict(spec, call=1, localise=False, capture=False, probes=False)
     if tool == "initcheck":
         run_spec["poison"] = None
-    status, message = "ran", ""
+    status, message, pid = "ran", "", None
     sandbox = SanitizedSandbox(exe, tool, log_dir, build_base, timeout, device)
     try:
         worker = sandbox.spawn("candidate", setup)
+        pid = worker.pid
         try:
             hello, _ = worker.wait_reply(timeout)
             if not hello.get("ok"):
@@ -179,18 +187,22 @@ def run_tool(case, spec: dict, tool: str, exe: str, timeout: float = MIN_TIMEOUT
         finally:
             _stop_worker(sandbox, worker)
     except SandboxError as e:
-        status, message = "not_started", str(e)
+        status, message = "not_started", f"{e}: {_tail(sandbox.scratch_root / 'zygote.log')}"
     finally:
         sandbox.close()
-    text = "\n".join(p.read_text(errors="replace") for p in sorted(log_dir.glob("*.log")))
+    logs = sorted(log_dir.glob("*.log"))
+    text = "\n".join(p.read_text(errors="replace") for p in logs)
     shutil.rmtree(log_dir, ignore_errors=True)
     report = parse(text, tool)
     kernels = {k.name for language in lang.used_by(case.candidate_src) for k in language.kernels(case.candidate_src)}
     findings = [place(f.to_dict(), case.candidate_src, kernels, build_base) for f in report.findings]
     if not text.strip() and status == "ran":
         status, message = "no_log", "compute-sanitizer wrote no log"
+    # one log per process (--log-file NAME.%p.log): whether the worker's own was written
+    seen = any(f".{pid}." in p.name for p in logs) if pid is not None and len(logs) > 1 else None
     return {"tool": tool, "status": status, "message": message[:400], "errors": report.errors,
-            "complete": report.complete, "findings": findings, "seconds": round(time.monotonic() - t0, 1)}
+            "complete": report.complete, "findings": findings, "worker_logged": seen,
+            "log_tail": text[-2000:], "seconds": round(time.monotonic() - t0, 1)}
 
 
 def run_sanitizer(case, report, device: str, timeout: float = 120.0, seconds: float | None = None,
