@@ -539,8 +539,10 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         ev.report.parameter_map = first[0]["parameter_map"]
     ev.observations[check.name] = {k: first[0].get(k) for k in
                                    ("launches", "ops", "aliases_input", "written_by_kernel", "output_types",
-                                    "seconds", "probes", "output_bytes", "largest_launch_tensor_bytes")}
+                                    "seconds", "probes", "output_bytes", "largest_launch_tensor_bytes", "work")}
     ev.observations[check.name]["ops_second"] = second[0].get("ops")
+    if ref_header.get("work") is not None:  # what the reference computed, for PyTorch's share of the work
+        ev.observations[check.name]["reference_work"] = ref_header["work"]
     if spec.get("localise") and first[0].get("launch_writes"):
         ev.observations[check.name]["localisation"] = _localise(reference, candidate, timeout)
     if capture and not check.passed and (not ev.artifacts or ev.captured_bytes < CAPTURE_BUDGET_BYTES):

@@ -2,7 +2,8 @@
 
 - PoisonAndRecord: a TorchDispatchMode that fills every tensor the candidate allocates with a poison
   (NaN for floats) so elements a kernel never writes cannot pass by luck, and records every aten op
-  that runs (the integrity gate rejects heavy ones).
+  that runs; given a WorkLog (work.py), also each op's shapes and FLOPs, leaving out the ops that run
+  inside the candidate's own Triton launches (the integrity gate measures PyTorch's share from it).
 - LaunchRecorder: wraps Triton's launch entry points (compiled and interpreted) to record which
   kernels ran and which tensors they received; with capture_writes, also what each launch wrote
   (tensor arguments compared before and after it), for localisation across kernels. It also wraps
@@ -20,6 +21,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 ALLOC_OPS = {"empty.memory_format", "empty_strided.default", "empty_like.default", "new_empty.default",
              "new_empty_strided.default", "empty.default"}
 INT_POISON = -1234567
+# Ops that move data unchanged into new storage: an output copied (or cast, or concatenated) from what a
+# launch wrote is still the launch's work (a strided result filled by `out.copy_(kernel_out)`).
+COPY_OPS = {"copy_", "_to_copy", "clone", "cat", "stack", "_copy_from", "_copy_from_and_resize"}
 
 
 def poison_fill(t: torch.Tensor, value: float) -> None:
@@ -36,15 +40,22 @@ def poison_fill(t: torch.Tensor, value: float) -> None:
 class PoisonAndRecord(TorchDispatchMode):
     """Poison allocations and count aten ops during the candidate's forward."""
 
-    def __init__(self, poison: float | None = float("nan")):  # None: record only (KernelBench trials)
-        super().__init__()
+    def __init__(self, poison: float | None = float("nan"), work=None, recorder: LaunchRecorder | None = None):
+        super().__init__()  # poison None: record only (KernelBench trials, the reference's own run)
         self.poison = poison
         self.ops: Counter = Counter()
+        self.work = work
+        self.recorder = recorder
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         name = func.__name__ if hasattr(func, "__name__") else str(func)
         self.ops[name] += 1
+        if self.recorder is not None and name.split(".")[0] in COPY_OPS and isinstance(out, torch.Tensor):
+            self.recorder.note_copy(name, args, out)
+        if self.work is not None and not (self.recorder is not None and self.recorder.in_kernel):
+            self.work.note(func, name, args, kwargs, out,
+                           in_extension=bool(self.recorder is not None and self.recorder.in_extension))
         if self.poison is not None and name in ALLOC_OPS and isinstance(out, torch.Tensor):
             with torch.utils._python_dispatch._disable_current_modes():
                 poison_fill(out, self.poison)
@@ -69,12 +80,28 @@ class LaunchRecorder:
         self.active = False
         self.capture_writes = False
         self.writes: list[dict] = []  # {"launch", "kernel", "arg", "tensor", "writers"}, latest content per buffer
+        self.in_kernel = 0  # depth of Triton launches running now (aten ops there are the interpreter's)
+        self.in_extension = 0  # depth of calls into the candidate's extension running now
+        self.copies: list[dict] = []  # {"to": span, "from": [spans]} of each copy op, in order
         self._captured_bytes = 0
         self._patched = []
 
     def reset(self, capture_writes: bool = False) -> None:
-        self.launches, self.writes, self._captured_bytes = [], [], 0
+        self.launches, self.writes, self._captured_bytes, self.copies = [], [], 0, []
         self.capture_writes = capture_writes
+
+    def note_copy(self, name: str, args, out: torch.Tensor) -> None:
+        """A copy op ran: its destination's storage now holds data from its sources' storage."""
+        if not self.active or self.in_kernel:
+            return
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        for a in args:
+            if isinstance(a, (list, tuple)):
+                tensors += [t for t in a if isinstance(t, torch.Tensor)]
+        sources = tensors[1:] if name.startswith("copy_") else tensors
+        with torch.utils._python_dispatch._disable_current_modes():
+            self.copies.append({"to": list(storage_span(out)), "from": [list(storage_span(t)) for t in sources],
+                                "after": len(self.launches)})
 
     def _snapshot(self, tensors: list) -> list | None:
         size = sum(t.numel() * t.element_size() for t in tensors)
@@ -123,7 +150,11 @@ class LaunchRecorder:
                 recorder.launches.append({"kernel": name, "tensors": [list(storage_span(a)) for a in tensors]})
                 index = len(recorder.launches) - 1
                 before = recorder._snapshot(tensors) if recorder.capture_writes else None
-                result = __original(self, *args, **kwargs)
+                recorder.in_kernel += 1
+                try:
+                    result = __original(self, *args, **kwargs)
+                finally:
+                    recorder.in_kernel -= 1
                 if before is not None:
                     recorder._note_writes(index, name, tensors, before)
                 return result
@@ -166,7 +197,11 @@ class LaunchRecorder:
             def call(*args, __fn=fn, __name=attr, **kwargs):
                 if not recorder.active:
                     return __fn(*args, **kwargs)
-                result = __fn(*args, **kwargs)
+                recorder.in_extension += 1
+                try:
+                    result = __fn(*args, **kwargs)
+                finally:
+                    recorder.in_extension -= 1
                 returned = result if isinstance(result, (tuple, list)) else [result]
                 tensors = [a for a in [*args, *kwargs.values(), *returned] if isinstance(a, torch.Tensor)]
                 recorder.launches.append({"kernel": __name, "tensors": [list(storage_span(a)) for a in tensors],
@@ -199,11 +234,15 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
 
 
-def written_by_launch(out: torch.Tensor, launches: list[dict]) -> bool:
-    """True if some recorded launch received a tensor whose storage holds `out`."""
+def written_by_launch(out: torch.Tensor, launches: list[dict], copies: list[dict] = ()) -> bool:
+    """True if some recorded launch received a tensor whose storage holds `out`, or `out` was copied
+    (`copies`, in the order they ran, after the launches they read) from such storage."""
     o0, o1 = storage_span(out)
-    for launch in launches:
-        for start, end in launch["tensors"]:
-            if start < o1 and o0 < end:
-                return True
-    return False
+    spans = [tuple(span) for launch in launches for span in launch["tensors"]]
+    copied = []
+    for copy in copies:
+        known = [tuple(span) for launch in launches[:copy.get("after", len(launches))]
+                 for span in launch["tensors"]] + copied
+        if any(s0 < e1 and f0 < s1 for s0, s1 in known for f0, e1 in copy["from"]):
+            copied.append(tuple(copy["to"]))
+    return any(start < o1 and o0 < end for start, end in spans + copied)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 
 import torch
@@ -18,6 +19,7 @@ import torch
 from debugger import compare, inputs
 from debugger.sandbox import channel
 from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, overlaps, written_by_launch
+from debugger.sandbox.work import TopLevelCalls, WorkLog
 
 
 def _error(e: BaseException, stage: str) -> dict:
@@ -37,6 +39,16 @@ def _seed_forward(spec: dict) -> None:
     """KernelBench seeds the RNG with the trial's seed before the forwards (dropout draws from it)."""
     if "kb_trial" in spec:
         torch.manual_seed(inputs.kernelbench_trial_seed(spec))
+
+
+def _recording(work: WorkLog | None):
+    """Record-only modes for the reference's native run: every aten op with its outermost torch function."""
+    if work is None:
+        return nullcontext()
+    stack = ExitStack()
+    stack.enter_context(PoisonAndRecord(None, work=work))
+    stack.enter_context(TopLevelCalls(work))
+    return stack
 
 
 def _plain(t):
@@ -80,14 +92,17 @@ class ReferenceRole:
         xs = inputs.draw_inputs(self.module, spec, self.device)
         self.intermediates = []
         _seed_forward(spec)
+        work = WorkLog() if spec.get("work") else None
         with torch.no_grad():
-            native = inputs.flatten_outputs(model(*xs))
+            with _recording(work):
+                native = inputs.flatten_outputs(model(*xs))
             # KernelBench's trials compare with the native output, as KernelBench does: no float64 run.
             ref64 = None if spec.get("kind") == "kernelbench" else self._float64(model, xs, spec)
         if ref64 is None:
             ref64 = [o.double() if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in native]
         # Kept for a "captured" request: only failing checks are shipped to the parent.
         self.pending_capture = (ref64, xs) if spec.get("capture") else None
+        forward_inputs = [x for x in xs if isinstance(x, torch.Tensor)] if work is not None else []
         del xs
         self.native, self.ref64 = native, ref64
         self.last_spec, self.floors = spec, None  # the noise floors are measured only when needed
@@ -99,6 +114,8 @@ class ReferenceRole:
         header = {"ok": True, "n_outputs": len(native), "seconds": time.perf_counter() - t0,
                   "shapes": [list(o.shape) if isinstance(o, torch.Tensor) else None for o in native],
                   "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes]}
+        if work is not None:
+            header["work"] = work.to_dict(forward_inputs, native)
         return header, None
 
     def _float64(self, model, xs: list, spec: dict) -> list | None:
@@ -332,13 +349,14 @@ class CandidateRole:
             self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
         xs = [inputs.clone_keeping_layout(x) for x in self.pristine]
         poison = spec.get("poison", "nan")
-        mode = PoisonAndRecord(None if poison is None else float(poison))
+        work = WorkLog() if spec.get("work") else None
+        mode = PoisonAndRecord(None if poison is None else float(poison), work=work, recorder=self.recorder)
         self.recorder.reset(capture_writes=bool(spec.get("localise")) and spec.get("call", 1) == 1)
         self.recorder.active = True
         t0 = time.perf_counter()
         _seed_forward(spec)
         try:
-            with torch.no_grad(), mode:
+            with torch.no_grad(), mode, TopLevelCalls(work) if work is not None else nullcontext():
                 out = model(*xs)
             if self.device == "cuda":
                 torch.cuda.synchronize()
@@ -357,7 +375,8 @@ class CandidateRole:
             "output_types": [type(o).__name__ for o in outs],
             "aliases_input": [any(overlaps(o, x) for x in tensors_in) if isinstance(o, torch.Tensor) else False
                               for o in outs],
-            "written_by_kernel": [written_by_launch(o, self.recorder.launches) if isinstance(o, torch.Tensor)
+            "written_by_kernel": [written_by_launch(o, self.recorder.launches, self.recorder.copies)
+                                  if isinstance(o, torch.Tensor)
                                   else False for o in outs],
             "launches": self.recorder.kernels(),
             "output_bytes": [o.numel() * o.element_size() if isinstance(o, torch.Tensor) else 0 for o in outs],
@@ -365,6 +384,8 @@ class CandidateRole:
                                                 for start, end in l["tensors"]), default=0),
             "ops": dict(mode.ops),
         }
+        if work is not None:
+            info["work"] = work.to_dict(tensors_in, outs)
         if mapping is not None:
             info["parameter_map"] = mapping.to_dict()
         if self.recorder.capture_writes:
