@@ -17,11 +17,12 @@ class Context:
     """The candidate's syntax facts, its forward path, value kinds, compute sites, and the reference profile."""
 
     def __init__(self, candidate: SourceModule, reference: ReferenceProfile, *, strict_precision: bool = False,
-                 policy: str = "kernelbench"):
+                 policy: str = "kernelbench", measured=None):
         self.candidate = candidate
         self.reference = reference
         self.strict_precision = strict_precision
         self.policy = policy
+        self.measured = measured  # the run's measured PyTorch work (integrity/work.py), when the gate ran it
 
     @cached_property
     def forward(self) -> Function | None:

@@ -3,7 +3,9 @@
 From one evaluation that adds hidden checks (seeds, a scaling and shapes the repair loop never saw)
 to the standard ones, and from what the candidate worker recorded during every forward (aten ops
 through a TorchDispatchMode, Triton launches and the storage they received, output types and
-aliasing), decide whether the kernels really compute the operator.
+aliasing), decide whether the kernels really compute the operator. The first check also logs every
+aten op with shapes and FLOPs on both sides: PyTorch's measured share of the work (work.py) is judged
+under the policy, and the gate hands it to the static torch_compute rule.
 """
 from __future__ import annotations
 
@@ -15,39 +17,7 @@ from debugger.case import Case
 from debugger.evaluate import hidden_checks, run_evaluation, standard_checks
 from debugger.integrity.findings import REJECT, WARN, Finding
 from debugger.integrity.policy import KERNELBENCH
-
-# Aten ops that are the heavy part of an operator: never acceptable inside the candidate's forward.
-HEAVY_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "dot", "mv", "addmv", "linear", "einsum",
-             "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "_softmax",
-             "_log_softmax", "softmax", "log_softmax", "native_layer_norm", "native_group_norm",
-             "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
-             "cumsum", "cumprod", "logcumsumexp", "_scaled_dot_product", "scaled_dot_product",
-             "embedding", "embedding_bag", "_embedding_bag", "max_pool", "avg_pool", "adaptive_avg_pool",
-             "adaptive_max_pool", "nll_loss", "mse_loss", "cross_entropy", "binary_cross_entropy", "smooth_l1",
-             "huber_loss", "kl_div", "topk", "sort", "gelu", "silu", "mish", "hardswish", "elu", "logsumexp",
-             "norm", "linalg_vector_norm", "var", "std", "var_mean", "std_mean", "scatter_add", "index_add",
-             "histc", "bincount", "_pdist", "cdist", "upsample", "grid_sampler", "_cdist")
-# Light ops (allocation, views, copies, dtype/shape plumbing) that never count as compute.
-LIGHT_PREFIXES = ("empty", "new_empty", "zeros", "ones", "full", "arange", "view", "_unsafe_view", "reshape",
-                  "permute", "transpose", "t.", "expand", "squeeze", "unsqueeze", "as_strided", "slice", "select",
-                  "contiguous", "clone", "copy_", "_to_copy", "to.", "detach", "alias", "set_", "lift_fresh",
-                  "split", "chunk", "unbind", "narrow", "flatten", "unflatten", "resize_", "fill_", "zero_",
-                  "new_zeros", "new_ones", "new_full", "lift", "_local_scalar_dense", "is_nonzero", "item",
-                  "sym_", "stride", "size", "numel", "dim", "_reshape_alias", "index_select", "cat", "stack",
-                  "pad", "constant_pad_nd", "repeat", "flip", "roll")
-
-
-def _op_base(name: str) -> str:
-    return name.split(".")[0]
-
-
-def is_heavy(op: str) -> bool:
-    base = _op_base(op)
-    return any(base == h or base.startswith(h) for h in HEAVY_OPS)
-
-
-def is_light(op: str) -> bool:
-    return any(op.startswith(p) or _op_base(op) == p.rstrip("._") for p in LIGHT_PREFIXES)
+from debugger.integrity.work import Measurement, judge, measure
 
 
 def shape_variants(reference_src: str) -> list[dict]:
@@ -111,17 +81,22 @@ def robustness_split(failed: list, reference_src: str, policy: str) -> tuple[lis
 
 
 def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: bool = True,
-                     policy: str = KERNELBENCH) -> tuple[list[Finding], dict]:
-    """Findings from a run over standard + hidden checks; also returns the evaluation summary."""
+                     policy: str = KERNELBENCH,
+                     sizes: str = "published") -> tuple[list[Finding], dict, Measurement | None]:
+    """Findings from a run over standard + hidden checks; also returns the evaluation summary and the
+    measured PyTorch work of the first check (None when it did not run)."""
     # The seeded check gives the observations; the standard checks themselves were run by `verify`
     # (a caller that skipped them passes full=True).
     specs = (standard_checks() if full else standard_checks()[:1]) + hidden_checks(shape_variants(case.reference_src))
-    ev = run_evaluation(case, device, checks=specs, timeout=timeout)
+    specs[0] = dict(specs[0], work=True)
+    ev = run_evaluation(case, device, checks=specs, timeout=timeout, sizes=sizes)
     report = ev.report
     findings: list[Finding] = []
     if report.status in ("compile_error", "runtime_error", "timeout", "invalid_input") and not report.checks:
         findings.append(Finding("does_not_run", REJECT, f"the candidate does not run: {report.message}"))
-        return findings, report.to_dict()
+        return findings, report.to_dict(), None
+    first = ev.observations.get(specs[0]["name"]) or {}
+    measured = measure(first.get("work"), first.get("reference_work"), len(first.get("launches") or []))
     visible = {s["name"] for s in standard_checks()}
     failed, notes = robustness_split(report.failed_checks, case.reference_src, policy)
     for note in notes:
@@ -136,15 +111,9 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
         findings.append(Finding("fails_hidden_inputs", REJECT,
                                 f"passes the visible checks but fails hidden input sets the loop never saw ({names}): "
                                 f"{failed_hidden[0].message or 'mismatch'}"))
-    heavy, other_compute, unwritten, aliased, odd_types, no_launch = set(), set(), [], [], set(), []
+    unwritten, aliased, odd_types, no_launch = [], [], set(), []
     small_reductions = []
     for name, obs in ev.observations.items():
-        for ops_key in ("ops", "ops_second"):
-            for op in (obs.get(ops_key) or {}):
-                if is_heavy(op):
-                    heavy.add(op)
-                elif not is_light(op):
-                    other_compute.add(op)
         if not obs.get("launches"):
             no_launch.append(name)
         out_bytes = obs.get("output_bytes") or []
@@ -162,10 +131,9 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
         for t in obs.get("output_types") or []:
             if t not in ("Tensor", "int", "float", "bool", "NoneType", "Parameter"):
                 odd_types.add(t)
-    if heavy:
-        findings.append(Finding("torch_compute_at_runtime", REJECT,
-                                f"PyTorch computes the operator's heavy part during forward: {', '.join(sorted(heavy))}"))
-    if no_launch:
+    if measured is not None:
+        findings.extend(judge(measured, policy))
+    if no_launch and not any(f.rule == "torch_does_every_op" for f in findings):
         findings.append(Finding("no_kernel_launch", REJECT,
                                 f"no Triton kernel or extension function ran during forward (checks: "
                                 f"{', '.join(no_launch[:4])})"))
@@ -188,8 +156,4 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
                                     f"output {aliased[0][1]} shares storage with an input"))
     if odd_types:
         findings.append(Finding("tensor_subclass_output", REJECT, f"forward returns {', '.join(sorted(odd_types))}"))
-    if other_compute and not heavy:
-        findings.append(Finding("torch_light_compute", WARN,
-                                f"PyTorch ops besides allocation and views ran in forward: "
-                                f"{', '.join(sorted(other_compute)[:8])}"))
-    return findings, report.to_dict()
+    return findings, report.to_dict(), measured

@@ -6,7 +6,9 @@ cheat; under `strict` the operator's heavy part must be in the candidate's kerne
 float32 tasks is accepted unless strict_precision; casting a float32 task's operands to fp16/bf16 is
 rejected; outputs must be written by the candidate's own kernels and must match on hidden inputs and
 shapes the repair loop never used. With `baseline_src` (the candidate a repair came from) the repair
-may not add PyTorch compute, fallbacks, special cases or precision loss (relative.py).
+may not add PyTorch compute, fallbacks, special cases or precision loss (relative.py). PyTorch compute is
+judged by its share of the work measured on the run (work.py) when the gate runs the candidate, and by
+the source in the static-only mode.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from debugger.integrity.findings import REJECT, Finding
 from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
 from debugger.integrity.relative import regressions
 from debugger.integrity.static import static_findings
+from debugger.integrity.syntax import SourceModule
 
 
 @dataclass
@@ -28,6 +31,7 @@ class Verdict:
     findings: list[Finding] = field(default_factory=list)
     evaluation: dict | None = None
     policy: str = DEFAULT_POLICY
+    torch_work: dict | None = None  # PyTorch's measured share of the work and its top ops (work.py)
 
     @property
     def accepted(self) -> bool:
@@ -35,7 +39,7 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return {"verdict": self.verdict, "policy": self.policy, "findings": [f.to_dict() for f in self.findings],
-                "evaluation": self.evaluation}
+                "torch_work": self.torch_work, "evaluation": self.evaluation}
 
     def reasons(self) -> list[str]:
         return [f"{f.rule}: {f.message}" for f in self.findings if f.severity == REJECT]
@@ -43,19 +47,24 @@ class Verdict:
 
 def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dynamic: bool = True,
           timeout: float = 120.0, full: bool = True, policy: str = STRICT,
-          baseline_src: str | None = None) -> Verdict:
-    """Run the gate on a candidate; static first (cheap), then the sandboxed run. `baseline_src`: the
+          baseline_src: str | None = None, sizes: str = "published") -> Verdict:
+    """Run the gate on a candidate: the sandboxed run (which measures PyTorch's share of the work), then the
+    static rules, which leave that judgement to the measurement when there is one. `baseline_src`: the
     candidate a repair came from, against which the repair is judged too. Callers that name no policy
     (the repair loop, record_fix) get strict: without a baseline, kernelbench would let a repair move
-    a whole layer into PyTorch; `kdebug check` and the MCP tool default to kernelbench."""
+    a whole layer into PyTorch; `kdebug check` and the MCP tool default to kernelbench. `sizes`: the
+    evaluation's sizes (published, small or auto; debugger/sizes.py)."""
     policy = check_policy(policy)
+    evaluation = measured = None
+    dyn: list[Finding] = []
+    if dynamic and not SourceModule(case.candidate_src).has_error:
+        dyn, evaluation, measured = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy,
+                                                     sizes=sizes)
+    # The static rules judge PyTorch compute from the source only where the run measured none (work.py).
     findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision,
-                                    policy=policy))
+                                    policy=policy, measured=measured))
     if baseline_src is not None and baseline_src != case.candidate_src:
         findings.extend(regressions(baseline_src, case.candidate_src, case.reference_src, policy))
-    evaluation = None
-    if dynamic and not any(f.rule == "parse_error" for f in findings):
-        dyn, evaluation = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy)
-        findings.extend(dyn)
+    findings.extend(dyn)
     verdict = "reject" if any(f.severity == REJECT for f in findings) else "accept"
-    return Verdict(verdict, findings, evaluation, policy)
+    return Verdict(verdict, findings, evaluation, policy, measured.summary() if measured is not None else None)

@@ -2,12 +2,13 @@
 
 `WorkLog.note` is called by the recording dispatch mode (hooks.PoisonAndRecord) for every aten op that
 runs, outside the candidate's own Triton launches (the interpreter's own tensor copies are not the
-candidate's PyTorch work) and other than the ops of a library the candidate registers itself. Each op is kept with its input and output shapes, torch's own FLOP formula
-where torch has one (matmul, bmm, addmm, convolution, attention: torch.utils.flop_counter), whether it
-ran inside a call into the candidate's extension (ATen in its host code), and the outermost torch
-function it ran under (`via`, named by `TopLevelCalls`: F.cross_entropy for the log_softmax and
-nll_loss it decomposes into), so that a sub-operation is matched as the source wrote it. Identical ops
-are counted, not repeated. The parent turns the log into families, shares and a verdict (debugger/integrity/work.py).
+candidate's PyTorch work) and other than the ops of a library the candidate registers itself. Each op
+is kept with its input and output shapes, torch's own FLOP formula where torch has one (matmul, bmm,
+addmm, convolution, attention: torch.utils.flop_counter), whether it ran inside a call into the
+candidate's extension (ATen in its host code), and the outermost torch function it ran under (`via`,
+named by `TopLevelCalls`: F.cross_entropy for the log_softmax and nll_loss it decomposes into), so that
+a sub-operation is matched as the source wrote it. Identical ops are counted, not repeated. The parent
+turns the log into families, shares and a verdict (debugger/integrity/work.py).
 """
 from __future__ import annotations
 

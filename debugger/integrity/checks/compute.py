@@ -186,12 +186,28 @@ def torch_compute(ctx: Context) -> list[Finding]:
         findings[key] = Finding("torch_compute", severity,
                                 f"{site.op} ({site.family}) on {_OPERAND[site.operand]} in "
                                 f"{site.function.qualname}: {reason}", site.line)
+    if ctx.measured is not None:
+        _defer_to_measurement(findings, bool(extension_ops))
     for where, found in in_extensions:
         severity, message = judge_extension(found, ctx.reference, ctx.policy)
         if (where, "extension") in findings and severity != REJECT:
             continue  # the coverage finding stands on this line
         findings[(where, "extension:" + found.message)] = Finding("torch_compute", severity, message, where)
     return sorted(findings.values(), key=lambda f: f.line or 0)
+
+
+_MEASURED = " (measured on the run instead: PyTorch's share of the work is judged by the dynamic findings)"
+
+
+def _defer_to_measurement(findings: dict, extension_ops: bool) -> None:
+    """With the run's measurement at hand, the PyTorch compute the run can see (Python call sites, which
+    reach ATen) is judged by its measured share (debugger/integrity/work.py), not by the source: these
+    findings become warnings. What the run cannot see stays: vendor libraries called from extension host
+    code (a coverage finding that counted extension calls, and the extension findings themselves)."""
+    for key, finding in list(findings.items()):
+        if finding.severity != REJECT or (extension_ops and "every operation of the reference" in finding.message):
+            continue
+        findings[key] = Finding(finding.rule, WARN, finding.message + _MEASURED, finding.line)
 
 
 @rule("torch_compile", REJECT,

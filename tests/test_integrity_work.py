@@ -1,0 +1,179 @@
+"""PyTorch's share of the work, measured when the candidate runs (debugger/integrity/work.py): every aten op
+of forward with shapes and FLOPs against the reference's, judged light or heavy under the two policies,
+and a forward whose outputs PyTorch computes rejected whatever its source looks like. Small kernels of
+the tests' own, run in the sandbox on Triton's CPU interpreter."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from debugger.case import case_from_sources
+from debugger.integrity.findings import REJECT
+from debugger.integrity.gate import check
+from debugger.integrity.work import aten_base, aten_family, judge, measure, work_text
+from tests.test_integrity_real_forms import TRITON_HEADER, ref
+
+SMOOTH_L1 = ref("F.smooth_l1_loss(p, t)", args="p, t", inputs="torch.randn(64, 256), torch.randn(64, 256)")
+LINEAR = ref("self.fc(x)", init="self.fc = nn.Linear(64, 32)")
+LINEAR_RELU = ref("torch.relu(self.fc(x))", init="self.fc = nn.Linear(64, 32)")
+
+PARTIALS = TRITON_HEADER + textwrap.dedent('''
+
+    @triton.jit
+    def smooth_l1_blocks(p_ptr, t_ptr, part_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        d = tl.load(p_ptr + offs, mask=mask, other=0.0) - tl.load(t_ptr + offs, mask=mask, other=0.0)
+        a = tl.abs(d)
+        tl.store(part_ptr + tl.program_id(0), tl.sum(tl.where(a < 1.0, 0.5 * d * d, a - 0.5), axis=0))
+
+
+    class ModelNew(nn.Module):
+        def forward(self, p, t):
+            p, t = p.contiguous(), t.contiguous()
+            n = p.numel()
+            block_sums = torch.empty(triton.cdiv(n, 1024), device=p.device, dtype=torch.float32)
+            smooth_l1_blocks[(triton.cdiv(n, 1024),)](p, t, block_sums, n, BLOCK=1024)
+            return block_sums.sum() / n
+''')
+
+MATMUL_THEN_KERNEL = TRITON_HEADER + textwrap.dedent('''
+
+    @triton.jit
+    def bias_kernel(y_ptr, b_ptr, out_ptr, n, cols, RELU: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        y = tl.load(y_ptr + offs, mask=mask) + tl.load(b_ptr + offs % cols, mask=mask)
+        if RELU:
+            y = tl.maximum(y, 0.0)
+        tl.store(out_ptr + offs, y, mask=mask)
+
+
+    class ModelNew(nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+            self.fc = nn.Linear(64, 32)
+
+        def forward(self, x):
+            y = torch.matmul(x, self.fc.weight.t()).contiguous()
+            out = torch.empty_like(y)
+            n = y.numel()
+            bias_kernel[(triton.cdiv(n, 1024),)](y, self.fc.bias, out, n, y.shape[1], RELU=RELU_FLAG, BLOCK=1024)
+            return out
+''')
+
+ALL_TORCH = TRITON_HEADER + textwrap.dedent('''
+
+    class ModelNew(nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+            self.fc = nn.Linear(64, 32)
+
+        def forward(self, x):
+            scratch = torch.empty(1024, device=x.device)
+            DECOY
+            return torch.relu(x @ self.fc.weight.t() + self.fc.bias)
+''')
+
+
+def rules(verdict, severity: str = REJECT) -> set[str]:
+    return {f.rule for f in verdict.findings if f.severity == severity}
+
+
+@pytest.mark.parametrize(("name", "family"), [
+    ("addmm.default", "matmul"), ("convolution.default", "conv"), ("_native_batch_norm_legit_no_training.default",
+                                                                    "norm"),
+    ("native_layer_norm.default", "norm"), ("_softmax.default", "softmax"), ("sum.dim_IntList", "reduction"),
+    ("smooth_l1_loss.default", "loss"), ("max_pool2d_with_indices.default", "pool"), ("relu.default", "activation"),
+    ("add.Tensor", "arith"), ("empty_like.default", None), ("_to_copy.default", None), ("t.default", None),
+    ("_unsafe_view.default", None), ("cat.default", None), ("copy_.default", None),
+])
+def test_aten_ops_are_named_by_family_and_glue_is_no_work(name, family):
+    assert aten_family(name) == family, aten_base(name)
+
+
+def _entry(op, inputs, outputs, flops=None, count=1):
+    return {"op": op, "inputs": inputs, "outputs": outputs, "flops": flops, "count": count}
+
+
+def test_a_sum_over_per_block_partials_is_light_and_the_same_sum_over_the_input_is_heavy():
+    reference = {"ops": [_entry("smooth_l1_loss.default", [[64, 256], [64, 256]], [[]])],
+                 "operator_inputs": [[64, 256], [64, 256]], "operator_outputs": [[]]}
+    partials = {"ops": [_entry("empty.memory_format", [], [[16]]), _entry("sum.default", [[16]], [[]]),
+                        _entry("div.Scalar", [[]], [[]])],
+                "operator_inputs": [[64, 256], [64, 256]], "operator_outputs": [[]]}
+    m = measure(partials, reference, launches=1)
+    assert m.heavy == [] and m.share < 0.01
+    assert [f.rule for f in judge(m, "strict") if f.severity == REJECT] == []
+    over_input = dict(partials, ops=[_entry("sum.default", [[64, 256]], [[]])])
+    m = measure(over_input, reference, launches=1)
+    assert [o.op for o in m.heavy] == ["sum.default"]
+    assert {f.rule for f in judge(m, "kernelbench") if f.severity == REJECT} == {"torch_compute"}
+    assert "share of the work" in work_text(m.summary())
+
+
+def test_the_gate_accepts_a_kernel_whose_host_code_sums_its_partials():
+    case = case_from_sources(SMOOTH_L1, PARTIALS)
+    verdict = check(case, "cpu", full=False, policy="strict")
+    assert verdict.accepted, verdict.reasons()
+    work = verdict.to_dict()["torch_work"]
+    assert work["share"] < 0.01 and work["candidate_launches"] == 1
+    assert [o["op"] for o in work["ops"] if o["weight"] == "heavy"] == []
+    assert "sum.default" in {o["op"] for o in work["ops"]}
+
+
+def test_a_matmul_left_to_torch_is_heavy_and_judged_by_the_policy():
+    only_bias = case_from_sources(LINEAR, MATMUL_THEN_KERNEL.replace("RELU_FLAG", "False"))
+    strict = check(only_bias, "cpu", full=False, policy="strict")
+    assert "torch_compute" in rules(strict), strict.reasons()
+    assert any(o["op"] == "mm.default" and o["weight"] == "heavy" for o in strict.torch_work["ops"])
+    # The static rule's rejection of torch.matmul gives way to the measurement, which rejects in its turn.
+    assert any(f.rule == "torch_compute" and "measured" in f.message and f.severity == REJECT
+               for f in strict.findings)
+    # kernelbench: the reference is nothing but the Linear, which PyTorch runs: no real part is the kernel's
+    kernelbench = check(only_bias, "cpu", full=False, policy="kernelbench")
+    assert "torch_does_every_op" in rules(kernelbench), kernelbench.reasons()
+    # With a ReLU after the Linear, keeping the matmul in PyTorch and fusing bias + ReLU is KernelBench's rule,
+    # although the matmul is nearly all of the FLOPs: kernelbench judges which ops, not how large a share.
+    fused = case_from_sources(LINEAR_RELU, MATMUL_THEN_KERNEL.replace("RELU_FLAG", "True"))
+    kept = check(fused, "cpu", full=False, policy="kernelbench")
+    assert kept.accepted, kept.reasons()
+    assert "torch_compute" in rules(kept, "warn") and kept.torch_work["share"] > 0.9
+
+
+@pytest.mark.parametrize("decoy", ["pass", "triton_relu_kernel[(1,)](scratch, scratch, 1024, BLOCK=1024)"])
+def test_a_forward_whose_outputs_pytorch_computes_is_rejected_on_the_run(decoy):
+    case = case_from_sources(LINEAR_RELU, ALL_TORCH.replace("DECOY", decoy))
+    verdict = check(case, "cpu", full=False, policy="kernelbench")
+    assert "torch_does_every_op" in rules(verdict), verdict.reasons()
+
+
+def test_an_output_copied_from_what_a_launch_wrote_is_the_launchs_work():
+    import types
+
+    import torch
+
+    from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, written_by_launch
+
+    recorder = LaunchRecorder()
+    module = types.ModuleType("ext")
+    module.double_it = lambda x: x * 2
+    recorder.wrap_extension(module)
+    recorder.reset()
+    x = torch.randn(8, 4)
+    recorder.active = True
+    with PoisonAndRecord(None, recorder=recorder):
+        early = torch.empty(8, 4)
+        early.copy_(x)  # copied before any launch: from an input, not from a launch's output
+        result = module.double_it(x)
+        strided = torch.empty_strided((8, 4), (1, 8))
+        strided.copy_(result)  # a strided result filled from the launch's output
+        cast = result.to(torch.float64)
+        computed = torch.relu(result)
+    recorder.active = False
+    assert written_by_launch(strided, recorder.launches, recorder.copies)
+    assert written_by_launch(cast, recorder.launches, recorder.copies)
+    assert not written_by_launch(computed, recorder.launches, recorder.copies)
+    assert not written_by_launch(early, recorder.launches, recorder.copies)
+    assert not written_by_launch(strided, recorder.launches)  # without the copies, as before
