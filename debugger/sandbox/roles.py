@@ -305,6 +305,16 @@ def _extension_build_dir(setup: dict) -> None:
     digest = digest or hashlib.sha256(setup["candidate_src"].encode()).hexdigest()[:16]
     os.environ["TORCH_EXTENSIONS_DIR"] = str(Path(base) / digest)
 
+def _extension_base_dirs() -> list[str]:
+    """A TORCH_EXTENSIONS_DIR the user set: load_inline builds there, in the keyed folder
+    _extension_build_dir makes, so the candidate may write inside it (on the H200, with it set, every
+    build was refused as a write outside the cache and the candidate reported as a compile error)."""
+    import os
+
+    base = os.environ.get("KDEBUG_TORCH_EXTENSIONS_BASE") or os.environ.get("TORCH_EXTENSIONS_DIR")
+    return [base] if base else []
+
+
 
 class CandidateRole:
     """Runs ModelNew under poisoning and recording; never holds reference outputs."""
@@ -420,7 +430,7 @@ def serve(conn, role: str, setup: dict, scratch: Path) -> None:
         if role == "candidate":
             from debugger.sandbox.guard import install_audit_hook
             install_audit_hook(deny_read=setup.get("deny_read", []),
-                               allow_write=[str(scratch)] + setup.get("allow_write", []))
+                               allow_write=[str(scratch)] + setup.get("allow_write", []) + _extension_base_dirs())
             reply = worker.load_candidate()
         else:
             reply = {"ok": True}

@@ -1,0 +1,57 @@
+"""A candidate that builds a C++ extension with load_inline, evaluated on the CPU in the sandbox: the
+build goes where the user's TORCH_EXTENSIONS_DIR says (in a folder keyed by the build), and the sandbox
+lets it write there. On the H200 every build under a user-set TORCH_EXTENSIONS_DIR was refused as a
+write outside the compiler cache, so every CUDA answer was reported as a compile error."""
+import pytest
+
+from debugger.case import case_from_sources
+from debugger.evaluate import evaluate
+
+REFERENCE = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+
+def get_inputs():
+    return [torch.randn(64, 33)]
+
+def get_init_inputs():
+    return []
+'''
+
+CANDIDATE = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cpp_src = """
+#include <torch/extension.h>
+torch::Tensor relu2(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    auto xc = x.contiguous();
+    const float* in = xc.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] > 0.f ? 2.f * in[i] : 0.f;
+    return y;
+}
+"""
+ext = load_inline(name="relu2_ext", cpp_sources=cpp_src, functions=["relu2"], verbose=False)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.relu2(x)
+'''
+
+
+def test_extension_builds_under_a_user_set_torch_extensions_dir(tmp_path, monkeypatch):
+    base = tmp_path / "ext"
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(base))
+    monkeypatch.delenv("KDEBUG_TORCH_EXTENSIONS_BASE", raising=False)
+    checks = [{"name": "seed0", "kind": "seed", "seed": 0}]
+    report = evaluate(case_from_sources(REFERENCE, CANDIDATE), device="cpu", checks=checks, timeout=300)
+    assert report.status == "pass", report.message
+    built = [p for p in base.iterdir() if p.is_dir()]
+    assert len(built) == 1 and (built[0] / "relu2_ext").is_dir(), sorted(base.rglob("*"))
