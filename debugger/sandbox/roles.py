@@ -305,6 +305,7 @@ def _extension_build_dir(setup: dict) -> None:
     digest = digest or hashlib.sha256(setup["candidate_src"].encode()).hexdigest()[:16]
     os.environ["TORCH_EXTENSIONS_DIR"] = str(Path(base) / digest)
 
+
 def _extension_base_dirs() -> list[str]:
     """A TORCH_EXTENSIONS_DIR the user set: load_inline builds there, in the keyed folder
     _extension_build_dir makes, so the candidate may write inside it (on the H200, with it set, every
@@ -313,7 +314,6 @@ def _extension_base_dirs() -> list[str]:
 
     base = os.environ.get("KDEBUG_TORCH_EXTENSIONS_BASE") or os.environ.get("TORCH_EXTENSIONS_DIR")
     return [base] if base else []
-
 
 
 class CandidateRole:
