@@ -385,6 +385,16 @@ class ModelNew(nn.Module):
     assert "_bn_input_2 = y[:, :, 0, 0]" in new and "_bn_mean_2, _bn_var_2 = (" in new
 
 
+def test_a_computed_multi_line_input_is_bound_once_in_brackets():
+    from debugger.recipes.base import apply_edits
+    from debugger.recipes.batchnorm_train import forward_edits, stats_sites
+
+    src = "class M:\n    def forward(self, x):\n        return k(x +\n                 1, self.bn.running_mean, self.bn.running_var)\n"
+    new = apply_edits(src.encode(), forward_edits(src, stats_sites(src), lambda site: "stats"))
+    assert parses(new) and "_bn_input = (x +\n                 1)\n" in new
+    assert "return k(_bn_input, _bn_mean, _bn_var)" in new and new.count("x +") == 1
+
+
 def test_nothing_to_fix_gives_no_patch():
     """After the fix (forward tests training), on an answer that never reads running statistics, or that
     normalises in train mode already: no patch."""

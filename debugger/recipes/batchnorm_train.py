@@ -125,7 +125,8 @@ def forward_edits(src: str, sites: list[StatsSite], stats_call: Callable[[StatsS
         lines = ""
         if not isinstance(site.x, (ast.Name, ast.Attribute)):  # evaluated once, as the answer did
             x_name = f"_bn_input{suffix}"
-            lines += f"{indent}{x_name} = {x_text}\n"
+            value = f"({x_text})" if "\n" in x_text else x_text  # a multi-line argument keeps its brackets
+            lines += f"{indent}{x_name} = {value}\n"
             edits.append(Edit(at(site.x.lineno, site.x.col_offset), at(site.x.end_lineno, site.x.end_col_offset),
                               x_name))
             x_text = x_name
