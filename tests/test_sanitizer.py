@@ -503,3 +503,53 @@ def test_the_departing_extension_call_names_its_host_and_kernels(monkeypatch):
     assert target["lines"][0] == _line(SOFTMAX_CANDIDATE, "void exp_norm_kernel")
     assert loc["matched_kernels"] == ["row_max"]
     assert "extension function exp_norm (kernels exp_norm_kernel)" in localisation.describe(loc)
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+def test_cuda_localisation_names_the_call_that_departs():
+    """Two calls into one extension: the row max matches the reference's, the second call departs."""
+    from debugger.diagnose.localisation import run_localisation
+    from debugger.evaluate import evaluate
+
+    case = Case("softmax", SOFTMAX_REFERENCE, SOFTMAX_CANDIDATE)
+    timeout = float(os.environ.get("KDEBUG_TIMEOUT", "300"))
+    report = evaluate(case, "cuda", checks=[{"name": "seed0", "kind": "seed", "seed": 0}], timeout=timeout)
+    assert report.status == "mismatch", report.message
+    loc = run_localisation(case, report, "cuda", timeout=timeout)
+    assert loc.get("target", {}).get("kernel") == "exp_norm", loc
+    assert loc["target"]["kernels"] == ["exp_norm_kernel"] and "row_max" in loc["matched_kernels"]
+
+
+def test_the_recorder_keeps_what_an_extension_call_wrote():
+    """Calls into an extension (a module of Python functions standing in for one): what a call
+    returned, and the arguments it changed, are kept as its writes; arguments it left alone are not."""
+    import types
+
+    import torch
+
+    from debugger.sandbox.hooks import LaunchRecorder
+
+    ext = types.ModuleType("fake_ext")
+    ext.doubled = lambda x: x * 2
+    ext.fill_out = lambda x, out: (out.copy_(x + 1), None)[1]
+    rec = LaunchRecorder()
+    rec.wrap_extension(ext)
+    rec.reset(capture_writes=True)
+    rec.active = True
+    x, out = torch.arange(4.0), torch.zeros(4)
+    y = ext.doubled(x)
+    ext.fill_out(y, out)
+    rec.active = False
+    assert rec.kernels() == ["doubled", "fill_out"]
+    kept = {(w["kernel"], w["launch"]): w["tensor"] for w in rec.writes}
+    assert set(kept) == {("doubled", 0), ("fill_out", 1)}
+    assert torch.equal(kept[("doubled", 0)], x * 2) and torch.equal(kept[("fill_out", 1)], x * 2 + 1)

@@ -9,7 +9,8 @@
   (tensor arguments compared before and after it), for localisation across kernels. It also wraps
   torch.utils.cpp_extension.load_inline/load, so that every function of an extension the candidate
   builds (at import, in __init__ or lazily) is recorded as a launch of its own code, with the
-  tensors it received and the tensors it returned (which it allocated and wrote).
+  tensors it received and the tensors it returned (which it allocated and wrote); with capture_writes,
+  what it returned and the arguments it changed are its writes (localisation of CUDA candidates).
 """
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ class LaunchRecorder:
     def _note_writes(self, index: int, name: str, tensors: list, before: list) -> None:
         with torch.utils._python_dispatch._disable_current_modes():
             for arg, (t, b) in enumerate(zip(tensors, before)):
-                if _same(b, t):
+                if b is not None and _same(b, t):  # None: a tensor the launch returned (all of it written)
                     continue
                 key = (storage_span(t), tuple(t.shape), t.dtype)
                 kept = next((w for w in self.writes if w["key"] == key), None)
@@ -197,6 +198,8 @@ class LaunchRecorder:
             def call(*args, __fn=fn, __name=attr, **kwargs):
                 if not recorder.active:
                     return __fn(*args, **kwargs)
+                given = [a for a in [*args, *kwargs.values()] if isinstance(a, torch.Tensor)]
+                before = recorder._snapshot(given) if recorder.capture_writes else None
                 recorder.in_extension += 1
                 try:
                     result = __fn(*args, **kwargs)
@@ -206,6 +209,10 @@ class LaunchRecorder:
                 tensors = [a for a in [*args, *kwargs.values(), *returned] if isinstance(a, torch.Tensor)]
                 recorder.launches.append({"kernel": __name, "tensors": [list(storage_span(a)) for a in tensors],
                                           "extension": True})
+                if recorder.capture_writes:  # what the call wrote: the arguments it changed, the tensors it made
+                    made = [r for r in returned if isinstance(r, torch.Tensor) and not any(r is g for g in given)]
+                    recorder._note_writes(len(recorder.launches) - 1, __name, (given if before else []) + made,
+                                          (before or []) + [None] * len(made))
                 return result
 
             try:
