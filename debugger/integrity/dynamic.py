@@ -20,10 +20,11 @@ from debugger.integrity.policy import KERNELBENCH
 from debugger.integrity.work import Measurement, judge, measure
 
 
-def shape_variants(reference_src: str) -> list[dict]:
+def shape_variants(reference_src: str, base: dict | None = None) -> list[dict]:
     """Other sizes for the reference's module-level int constants that shape its inputs (hidden
-    shapes). Constants only get_init_inputs() reads (a kernel size, a head count) are operator
-    hyperparameters, not sizes: changing them changes the task, so they are kept."""
+    shapes), around their published values or, for those in `base`, around base's (the reduced sizes
+    of a --sizes small run). Constants only get_init_inputs() reads (a kernel size, a head count) are
+    operator hyperparameters, not sizes: changing them changes the task, so they are kept."""
     tree = ast.parse(reference_src)
     consts = {}
     for node in tree.body:
@@ -35,6 +36,7 @@ def shape_variants(reference_src: str) -> list[dict]:
     if get_inputs is not None:
         used = {n.id for n in ast.walk(get_inputs) if isinstance(n, ast.Name)}
         consts = {k: v for k, v in consts.items() if k in used}
+    consts.update({k: v for k, v in (base or {}).items() if k in consts and type(v) is int and v > 1})
     if not consts:
         return []
     grow = {k: v + max(1, v // 7) + 2 for k, v in consts.items()}
@@ -87,7 +89,12 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
     measured PyTorch work of the first check (None when it did not run)."""
     # The seeded check gives the observations; the standard checks themselves were run by `verify`
     # (a caller that skipped them passes full=True).
-    specs = (standard_checks() if full else standard_checks()[:1]) + hidden_checks(shape_variants(case.reference_src))
+    base = None
+    if sizes != "published":  # hidden shapes around the reduced sizes, which a first seeded run plans
+        base = (run_evaluation(case, device, checks=standard_checks()[:1], timeout=timeout,
+                               sizes=sizes).report.sizes or {}).get("shapes")
+    specs = (standard_checks() if full else standard_checks()[:1]) + \
+        hidden_checks(shape_variants(case.reference_src, base))
     specs[0] = dict(specs[0], work=True)
     ev = run_evaluation(case, device, checks=specs, timeout=timeout, sizes=sizes)
     report = ev.report
