@@ -1,8 +1,10 @@
 """The static integrity gate over real answers that their benchmark recorded as correct, under both policies.
 
     python eval/integrity/real_static.py [REAL_DIR] [--json] [--policy kernelbench|strict|both]
-    python eval/integrity/real_static.py --dynamic --device cuda --policy kernelbench --jsonl OUT.jsonl
-        # the full gate (static + the sandboxed run), one JSON line per answer as it finishes (GPU)
+    python eval/integrity/real_static.py [REAL_DIR] --dynamic --device cuda --policy kernelbench --jsonl OUT.jsonl \
+        [--jobs 12] [--deadline 480] [--min-left 150] [--shard K/N] [--sample N] [--sizes small|auto|published]
+        # the full gate (static + the sandboxed run), `kdebug check` per answer in a subprocess, --jobs
+        # side by side (real_dynamic.py), one JSON line per answer as it finishes (GPU)
 
 REAL_DIR (default ../shared/real beside the repository) holds
 - kernelbench-fork/runs/<run>/: CUDA answers with eval_results.json (or, for the opus runs,
@@ -91,33 +93,44 @@ def judge(answer: dict, policy: str) -> dict:
             "warnings": sorted({f.rule for f in findings if f.severity != REJECT})}
 
 
-def judge_full(answer: dict, policy: str, device: str, timeout: float) -> dict:
-    """The full gate's verdict (static + dynamic) on one answer under one policy."""
-    from debugger.case import case_from_sources
-    from debugger.integrity.findings import REJECT
-    from debugger.integrity.gate import check
-
-    case = case_from_sources(answer["reference"].read_text(), answer["candidate"].read_text(), name=answer["name"])
-    verdict = check(case, device, timeout=timeout, policy=policy)
-    return {"verdict": verdict.verdict,
-            "rejections": [{"rule": f.rule, "line": f.line, "message": f.message}
-                           for f in verdict.findings if f.severity == REJECT],
-            "warnings": sorted({f.rule for f in verdict.findings if f.severity != REJECT})}
+def select(answers: list[dict], *, match: str | None = None, shard: str | None = None,
+           sample: int | None = None) -> list[dict]:
+    """The answers a run judges: those matching the glob, then the K-th of N interleaved slices
+    (`shard` "K/N"), then `sample` of them spread evenly (every run, level and source represented)."""
+    if match:
+        answers = [a for a in answers if fnmatch.fnmatch(a["name"], match)]
+    if shard:
+        k, n = (int(v) for v in shard.split("/"))
+        if not 1 <= k <= n:
+            raise SystemExit(f"real_static: --shard {shard}: K must be in 1..N")
+        answers = answers[k - 1::n]
+    if sample and sample < len(answers):
+        answers = [answers[i * len(answers) // sample] for i in range(sample)]
+    return answers
 
 
 def run(real: Path, policies: tuple[str, ...], *, dynamic: bool = False, device: str = "cuda",
-        timeout: float = 300.0, jsonl: Path | None = None, match: str | None = None) -> dict:
+        timeout: float = 300.0, jsonl: Path | None = None, match: str | None = None, shard: str | None = None,
+        sample: int | None = None, jobs: int = 1, deadline: float | None = None, sizes: str = "published",
+        min_left: float = 150.0) -> dict:
     """Verdicts for every answer under every policy, with the counts."""
-    answers = kernelbench_answers(real / "kernelbench-fork") + tritonbench_answers(real / "tritonbench-t-dev" / "honest")
-    if match:
-        answers = [a for a in answers if fnmatch.fnmatch(a["name"], match)]
+    answers = kernelbench_answers(real / "kernelbench-fork") + \
+        tritonbench_answers(real / "tritonbench-t-dev" / "honest")
+    answers = select(answers, match=match, shard=shard, sample=sample)
     rows = []
     sink = jsonl.open("a") if jsonl else None
+    if dynamic:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from real_dynamic import judge_all
+
+        rows = judge_all(answers, policies, device=device, timeout=timeout, sizes=sizes, jobs=jobs,
+                         deadline=deadline, min_left=min_left, sink=sink)
+        answers = []
     for answer in answers:
         row = {"name": answer["name"], "source": answer["source"]}
         for policy in policies:
             try:
-                row[policy] = judge_full(answer, policy, device, timeout) if dynamic else judge(answer, policy)
+                row[policy] = judge(answer, policy)
             except Exception as e:  # noqa: BLE001 - one unusable answer must not stop the calibration
                 row[policy] = {"verdict": "error", "rejections": [{"rule": "error", "line": None,
                                                                    "message": f"{type(e).__name__}: {e}"}],
@@ -126,19 +139,27 @@ def run(real: Path, policies: tuple[str, ...], *, dynamic: bool = False, device:
         if sink:
             sink.write(json.dumps(row) + "\n")
             sink.flush()
+    return {"summary": summarise(rows, policies), "answers": rows}
+
+
+def summarise(rows: list[dict], policies: tuple[str, ...]) -> dict:
+    """Per policy: answers judged, accepted (per source), rejections per rule; answers the run could
+    not judge (a timeout, a crash, cut by the deadline) are counted apart, never as rejections."""
     summary = {}
     for policy in policies:
+        judged = [r for r in rows if r[policy]["verdict"] in ("accept", "reject")]
         per_source = {}
         for source in ("kernelbench-fork", "tritonbench-t-dev"):
-            mine = [r for r in rows if r["source"] == source]
+            mine = [r for r in judged if r["source"] == source]
             per_source[source] = {"answers": len(mine), "accepted": sum(r[policy]["verdict"] == "accept" for r in mine)}
-        rules = Counter(rule for r in rows for rule in {f["rule"] for f in r[policy]["rejections"]})
-        total = len(rows)
-        accepted = sum(r[policy]["verdict"] == "accept" for r in rows)
+        rules = Counter(rule for r in judged for rule in {f["rule"] for f in r[policy]["rejections"]})
+        total = len(judged)
+        accepted = sum(r[policy]["verdict"] == "accept" for r in judged)
         summary[policy] = {"answers": total, "accepted": accepted,
                            "acceptance_rate": round(accepted / total, 4) if total else None,
-                           "per_source": per_source, "rejections_per_rule": dict(rules.most_common())}
-    return {"summary": summary, "answers": rows}
+                           "per_source": per_source, "rejections_per_rule": dict(rules.most_common()),
+                           "not_judged": dict(Counter(r[policy]["verdict"] for r in rows if r not in judged))}
+    return summary
 
 
 def markdown(result: dict) -> str:
@@ -151,6 +172,8 @@ def markdown(result: dict) -> str:
     for policy, s in result["summary"].items():
         lines += ["", f"## Rejected under {policy}", ""]
         lines += [f"- rule {rule}: {n}" for rule, n in s["rejections_per_rule"].items()]
+        if s.get("not_judged"):
+            lines.append("- not judged: " + ", ".join(f"{v} {n}" for v, n in s["not_judged"].items()))
         for row in result["answers"]:
             verdict = row[policy]
             if verdict["verdict"] == "reject":
@@ -168,13 +191,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown")
     parser.add_argument("--dynamic", action="store_true", help="the full gate, static and the sandboxed run")
     parser.add_argument("--device", default="cuda", help="device of the sandboxed run (with --dynamic)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per answer for the sandboxed run")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per sandbox request of the run")
     parser.add_argument("--jsonl", type=Path, help="append one JSON line per answer as it is judged")
     parser.add_argument("--match", help="only answers whose name matches this glob (e.g. 'gemini_level2*')")
+    parser.add_argument("--shard", metavar="K/N", help="only the K-th of N interleaved slices of the answers")
+    parser.add_argument("--sample", type=int, help="only N answers, spread evenly over the selection")
+    parser.add_argument("--jobs", type=int, default=1, help="answers judged side by side (with --dynamic)")
+    parser.add_argument("--deadline", type=float, help="seconds the whole --dynamic run may take: each answer "
+                                                       "gets what is left, none starts with under --min-left")
+    parser.add_argument("--min-left", type=float, default=150.0,
+                        help="seconds an answer needs at least (a CUDA answer compiles for about a minute)")
+    parser.add_argument("--sizes", choices=["published", "auto", "small"], default="published",
+                        help="sizes of the sandboxed run (with --dynamic; kdebug check --sizes)")
     args = parser.parse_args(argv)
     policies = POLICIES if args.policy == "both" else (args.policy,)
     result = run(args.real, policies, dynamic=args.dynamic, device=args.device, timeout=args.timeout,
-                 jsonl=args.jsonl, match=args.match)
+                 jsonl=args.jsonl, match=args.match, shard=args.shard, sample=args.sample, jobs=args.jobs,
+                 deadline=args.deadline, sizes=args.sizes, min_left=args.min_left)
     print(json.dumps(result, indent=2, default=str) if args.json else markdown(result))
     return 0
 

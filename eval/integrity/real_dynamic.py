@@ -1,0 +1,88 @@
+"""The full integrity gate (static rules + the sandboxed run) over real answers, several side by side.
+
+real_static.py --dynamic calls `judge_all`: each answer is one `kdebug check CANDIDATE --ref REFERENCE
+--device D --policy P --sizes S --json` subprocess (eval/real_pool.py's runner: its own session, killed
+with its sandbox workers at its limit), `jobs` of them at a time, so that CUDA answers compile their
+load_inline extensions in parallel (about a minute each on the H200's 16 cores). A `deadline` bounds the
+whole run: every answer's limit is what is left of it, and none starts with less than `min_left`
+seconds left (those are reported as not started). Rows go to `sink` as each answer finishes, so a run
+cut short keeps everything it judged.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _runner(data_dir: Path):
+    spec = importlib.util.spec_from_file_location("real_pool", REPO / "eval" / "real_pool.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("real_pool", module)
+    spec.loader.exec_module(module)
+    return module.Kdebug(data_dir)
+
+
+def verdict_of(result: dict) -> dict:
+    """One policy's part of a row, from `kdebug check --json`'s result (or why there is none)."""
+    data = result.get("json")
+    base = {"seconds": result.get("seconds")}
+    if data is None:
+        why = "timeout" if result.get("timed_out") else "error"
+        return {**base, "verdict": why, "rejections": [{"rule": why, "line": None,
+                                                        "message": (result.get("stderr_tail") or "")[-300:]}],
+                "warnings": []}
+    findings = data.get("findings") or []
+    return {**base, "verdict": data.get("verdict", "error"),
+            "rejections": [{"rule": f["rule"], "line": f.get("line"), "message": f["message"][:400]}
+                           for f in findings if f.get("severity") == "reject"],
+            "warnings": sorted({f["rule"] for f in findings if f.get("severity") != "reject"}),
+            "torch_work": _short_work(data.get("torch_work")),
+            "evaluation_status": (data.get("evaluation") or {}).get("status")}
+
+
+def _short_work(work: dict | None) -> dict | None:
+    if not work:
+        return work
+    return {k: work.get(k) for k in ("share", "torch_flops", "reference_flops", "candidate_launches")} | {
+        "ops": [{k: o.get(k) for k in ("op", "family", "weight", "share", "via", "inputs")}
+                for o in work.get("ops", [])[:5]]}
+
+
+def judge_all(answers: list[dict], policies: tuple[str, ...], *, device: str, timeout: float, sizes: str,
+              jobs: int, deadline: float | None, min_left: float = 150.0, answer_limit: float = 420.0,
+              sink=None) -> list[dict]:
+    """Rows for the answers, in their order; answers the deadline left unstarted get verdict not_started."""
+    t0 = time.time()
+    scratch = Path(tempfile.mkdtemp(prefix="kdebug-real-dynamic-"))
+    kd = _runner(scratch / "data")
+    lock = threading.Lock()
+
+    def one(answer: dict) -> dict:
+        row = {"name": answer["name"], "source": answer["source"]}
+        for policy in policies:
+            left = answer_limit if deadline is None else min(answer_limit, deadline - (time.time() - t0))
+            if left < min_left:
+                row[policy] = {"verdict": "not_started", "rejections": [], "warnings": [], "seconds": 0}
+                continue
+            args = ["check", str(Path(answer["candidate"]).resolve()), "--ref",
+                    str(Path(answer["reference"]).resolve()), "--device", device, "--policy", policy, "--sizes", sizes,
+                    "--timeout", str(timeout)]
+            row[policy] = verdict_of(kd.run(args, timeout=left, cwd=scratch))
+        with lock:
+            if sink is not None and any(row[p]["verdict"] != "not_started" for p in policies):
+                sink.write(json.dumps(row) + "\n")
+                sink.flush()
+            print(f"  {row['name']}: " + ", ".join(f"{p} {row[p]['verdict']} ({row[p]['seconds']} s)"
+                                                    for p in policies), file=sys.stderr, flush=True)
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, answers))
