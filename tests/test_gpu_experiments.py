@@ -333,3 +333,51 @@ def test_tf32_case_fixed_kernel_passes_its_scaled_checks_at_gpu_sizes():
     ref = a.double() @ b.double()
     tf32 = (_in_order_fp32_matmul(_tf32(a), _tf32(b)).double() - ref).abs() > case.atol + case.rtol * ref.abs()
     assert tf32.float().mean() > 0.5
+
+
+# -- trust in `repaired`: a check that did not run is never a pass -----------------------------------
+
+def _stand_in_report(skipped=()):
+    checks = [SimpleNamespace(name="seed0", passed=True, status="pass", not_applicable=False, message="")]
+    checks += [SimpleNamespace(name=n, passed=False, status="skipped", not_applicable=False, message=why)
+               for n, why in skipped]
+    return SimpleNamespace(status="runtime_error" if skipped else "pass", passed=not skipped, message="",
+                           checks=checks, failed_checks=[],
+                           to_dict=lambda: {"checks": [dict(vars(c)) for c in checks]})
+
+
+@pytest.mark.parametrize("where", ["fresh", "gate"])
+def test_bench_verification_with_a_skipped_check_is_unverified(monkeypatch, where):
+    import debugger.bench.verify as verify
+    import debugger.integrity.gate as gate
+
+    memory = [("hidden_shape0", "not run: the worker was killed")]
+    monkeypatch.setattr(verify, "evaluate", lambda *a, **kw: _stand_in_report(memory if where == "fresh" else ()))
+    gate_eval = {"checks": [{"name": n, "status": "skipped", "message": m, "not_applicable": False}
+                            for n, m in (memory if where == "gate" else ())]
+                 + [{"name": "x100", "status": "skipped", "message": "reference NaN", "not_applicable": True}]}
+    monkeypatch.setattr(gate, "check", lambda *a, **kw: SimpleNamespace(verdict="accept", reasons=lambda: [],
+                                                                         evaluation=gate_eval))
+    v = verify.verify_source(load_case(CASES / TF32), src(TF32, "fixed"), "cuda")
+    assert not v.verified and v.unverified and v.gate == "accept"
+    assert v.skipped == dict(memory)  # "does not apply" (the reference's own NaN) is no gap
+    assert v.to_dict()["unverified"]
+
+
+def test_bench_reports_a_repair_resting_on_skipped_checks_as_unverified(monkeypatch):
+    import debugger.repair as repair_pkg
+    from debugger.bench import runner
+    from debugger.bench.verify import Verification
+
+    fixed = src(TF32, "fixed")
+    monkeypatch.setattr(repair_pkg, "repair", lambda case, **kw: SimpleNamespace(
+        status="unverified", repaired_src=fixed, history=[], run_id="r", guard=None, iterations=1,
+        tokens={}, seconds=1.0, bug_class="low_precision_accumulator", diff="", message="", distilled=None))
+    monkeypatch.setattr(runner, "verify_source", lambda *a, **kw: Verification(
+        compiles=True, correct=True, eval_status="pass", gate="accept", ran_clean=True,
+        skipped={"hidden_shape1": "not run: the worker was killed"}))
+    ws = SimpleNamespace(ledger=lambda: SimpleNamespace(tool_calls=lambda run_id: []), reset_knowledge=lambda: None)
+    run = runner.Run(runner.BenchOptions(cases_dir=CASES, out=None, progress=None, timing=False),
+                     SimpleNamespace(device="cuda", timeout=60.0), ws)
+    rec = run.debug_case(CASES / TF32, load_case(CASES / TF32), True)
+    assert rec["status"] == "unverified" and "hidden_shape1" in rec["message"]

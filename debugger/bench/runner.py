@@ -126,7 +126,7 @@ class Run:
         if result.status == "invalid_input":
             rec["status"] = "invalid_input"
             return rec
-        repaired_src = result.repaired_src if result.status == "repaired" else None
+        repaired_src = result.repaired_src if result.status in ("repaired", "unverified") else None
         # Verify what the user would hold after the run: the repair, or the candidate as it was.
         v = verify_source(case, repaired_src or case.candidate_src, self.settings.device,
                           timeout=self.settings.timeout, gate=repaired_src is not None,
@@ -136,6 +136,10 @@ class Run:
         rec["axes"] = {"compiles": v.compiles, "correct": v.correct, "integrity": v.gate, "performance": None}
         if repaired_src is not None and v.verified:
             rec["status"] = "repaired"
+        elif repaired_src is not None and v.unverified:
+            # passed everything that ran, but some checks did not run: never counted as repaired
+            rec["status"] = "unverified"
+            rec["message"] = "checks not run: " + "; ".join(f"{k} ({m[:80]})" for k, m in v.skipped.items())[:300]
         elif repaired_src is not None or result.status == "rejected":
             rec["status"] = "rejected"
             rec["integrity_rejections"] = 1

@@ -2,7 +2,9 @@
 
 The repair loop's own verdict is not trusted: the output is evaluated again on the standard checks
 plus seeds the loop never drew, and then put through the integrity gate (which adds hidden shapes).
-A repair counts only when both pass. Compile, correctness and integrity are kept as separate axes.
+A repair counts only when both pass with every check run: a check skipped for any reason but "does not
+apply" (memory, time, a worker that died) leaves it `unverified`. Compile, correctness and integrity
+are kept as separate axes.
 """
 from __future__ import annotations
 
@@ -35,13 +37,26 @@ class Verification:
     gate: str | None = None  # accept | reject | None (not run: the kernel is not correct)
     gate_reasons: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    skipped: dict = field(default_factory=dict)  # check -> why it did not run (fresh checks and the gate's)
+    ran_clean: bool = False  # every check that ran passed
 
     @property
     def verified(self) -> bool:
-        return self.correct and self.gate == "accept"
+        return self.correct and self.gate == "accept" and not self.skipped
+
+    @property
+    def unverified(self) -> bool:
+        """Nothing that ran failed and the gate did not reject, but some checks did not run."""
+        return bool(self.skipped) and self.ran_clean and self.gate != "reject"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "verified": self.verified}
+        return {**asdict(self), "verified": self.verified, "unverified": self.unverified}
+
+
+def skipped_checks(evaluation: dict | None) -> dict[str, str]:
+    """The checks of an evaluation summary that did not run, for a reason other than "does not apply"."""
+    return {c["name"]: c.get("message", "") for c in (evaluation or {}).get("checks", [])
+            if c.get("status") == "skipped" and not c.get("not_applicable")}
 
 
 def verify_source(case: Case, src: str, device: str, *, timeout: float = 120.0, gate: bool = True,
@@ -54,11 +69,14 @@ def verify_source(case: Case, src: str, device: str, *, timeout: float = 120.0, 
     report = evaluate(subject, device, checks=fresh_checks(), timeout=timeout,
                       fail_fast=fail_fast)
     result = Verification(compiles=report.status != "compile_error", correct=report.passed,
-                          eval_status=report.status, eval_message=report.message)
-    if report.passed and gate:
+                          eval_status=report.status, eval_message=report.message,
+                          skipped=skipped_checks(report.to_dict()))
+    result.ran_clean = bool(report.checks) and not report.failed_checks and report.status != "compile_error"
+    if result.ran_clean and gate:
         # The standard checks just ran above, so the gate adds only its seeded and hidden runs.
         verdict = check(subject, device, timeout=timeout, full=False)
         result.gate = verdict.verdict
         result.gate_reasons = verdict.reasons()
+        result.skipped.update(skipped_checks(verdict.evaluation))
     result.seconds = time.perf_counter() - t0
     return result
