@@ -4,11 +4,14 @@
 # in one device command: eval/gpu_parallel.sh's `repair` mode on just those cases (it installs the
 # carried kdebug wheel from .whl/ first: build it with eval/gpu_wheels.sh, carry .whl).
 #
-#   OUT=/tmp/gpu [CASE_LIMIT_S=520] eval/gpu_only_cases.sh
+#   OUT=/tmp/gpu [CASE_LIMIT_S=520] [FIXED_LIMIT_S=180] eval/gpu_only_cases.sh
 #
 # Writes what `repair` writes (OUT/merged.md, OUT/repairs.tar.gz, OUT/trace_summary.txt) and
 # OUT/gpu_only.md: per case the diagnosed class against the true one, the fixing recipe, and the
 # verdict of the independent verification on fresh inputs (bench's verify, with the integrity gate).
+# Then (FIXED_LIMIT_S > 0) OUT/fixed_checks.md: each case's own fixed.py on every check a repair is
+# judged on at the [gpu] sizes (eval/gpu_fixed_checks.py), one process per case in parallel: a case
+# whose own fix fails there cannot be repaired, and the table says which check and why.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="$(realpath -m "${OUT:-$PWD/bench-gpu-out}")"
@@ -34,9 +37,21 @@ for name in names:
         print(f"| {name} | no result ({type(e).__name__}) | | | | | | |")
         continue
     v = rec.get("verification") or {}
+    skipped = ", ".join(v.get("skipped") or {})
     print(f"| {name} | {rec.get('status')} | {rec.get('true_class')} | {rec.get('diagnosed_class')} | "
-          f"{rec.get('recipe') or '-'} | {rec.get('iterations')} | {v.get('correct')} (gate {v.get('gate')}) | "
-          f"{rec.get('seconds')} |")
+          f"{rec.get('recipe') or '-'} | {rec.get('iterations')} | {v.get('correct')} (gate {v.get('gate')})"
+          f"{'; not run: ' + skipped if skipped else ''} | {rec.get('seconds')} |")
 PY
 cat "$OUT/gpu_only.md"
+if [ "${FIXED_LIMIT_S:-180}" -gt 0 ]; then
+  VPY="${VENV:-/tmp/kdebug-venv}/bin/python"
+  printf '%s\n' "${CASES[@]}" | xargs -P "${#CASES[@]}" -I{} bash -c \
+    'cd "$1" && timeout "$2" "$3" "$4/eval/gpu_fixed_checks.py" "$4/eval/cases" "$5" > "$1/$5.fixed.md" 2> "$1/$5.fixed.log";
+     echo "fixed.py of $5: rc=$?"' _ "$WORK" "${FIXED_LIMIT_S:-180}" "$VPY" "$PWD" {}
+  { echo "| case | check | status | wrong | max abs err | message |"; echo "| --- | --- | --- | --- | --- | --- |"
+    for c in "${CASES[@]}"; do tail -n +3 "$WORK/$c.fixed.md";
+      [ -s "$WORK/$c.fixed.md" ] || echo "| $c | fixed.py | no result: $(tail -1 "$WORK/$c.fixed.log" | cut -c1-200) | | | |"; done
+  } > "$OUT/fixed_checks.md"
+  cat "$OUT/fixed_checks.md"
+fi
 exit $rc
