@@ -381,3 +381,15 @@ def test_bench_reports_a_repair_resting_on_skipped_checks_as_unverified(monkeypa
                      SimpleNamespace(device="cuda", timeout=60.0), ws)
     rec = run.debug_case(CASES / TF32, load_case(CASES / TF32), True)
     assert rec["status"] == "unverified" and "hidden_shape1" in rec["message"]
+
+
+def test_int64_terms_widen_an_index_times_a_runtime_size():
+    """A transposed layout indexed by hand (`cols * n_rows`): no program id, no stride argument, and past
+    2^31 elements it wraps just the same; a constexpr block factor is left alone."""
+    kernel = src(INT32).replace(
+        "x_ptr + row * stride_r + cols * stride_c", "x_ptr + cols * n_rows + row").replace(
+        "def row_sum_kernel(x_ptr, out_ptr, n_cols, stride_r, stride_c, BLOCK: tl.constexpr):",
+        "def row_sum_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK: tl.constexpr):")
+    p = gx.int64_patch(kernel)
+    assert p is not None and "x_ptr + cols.to(tl.int64) * n_rows + row" in p.new_src and parses(p.new_src)
+    assert gx.int64_patch(kernel.replace("cols * n_rows", "cols * BLOCK")) is None

@@ -46,7 +46,8 @@ def _is_int64(k: Kernel, node: Node) -> bool:
 
 def offset_products(k: Kernel) -> list[list[Node]]:
     """The factors of every maximal `*` chain in an address (a memory call's pointer, or the
-    definition of a name a pointer reads) that multiplies a program id or a stride."""
+    definition of a name a pointer reads) that multiplies a program id, a stride, or an index by a
+    runtime size argument."""
     regions = [p for c in k.calls(*MEMORY_CALLS) if (p := _pointer(c)) is not None]
     names = k.deps.closure(set().union(*(identifiers(p) for p in regions)) if regions else set())
     regions += [rhs for n in names for _, rhs in k.deps.defs.get(n, [])]
@@ -65,7 +66,11 @@ def offset_products(k: Kernel) -> list[list[Node]]:
             stride = any(unparen(f).type == "identifier" and k.param(text(unparen(f))) is not None
                          and k.param(text(unparen(f))).stride_like for f in factors)
             pid = any(a.startswith(PID) for f in factors for a in k.deps.of(f))
-            if stride or pid:
+            # an index times a runtime size (`cols * n_rows`: a transposed layout indexed by hand)
+            index = any(a.startswith(ARANGE) for f in factors for a in k.deps.of(f))
+            size = any(unparen(f).type == "identifier" and (p := k.param(text(unparen(f)))) is not None
+                       and not p.pointer_like and not k.is_constexpr(p.name) for f in factors)
+            if stride or pid or (index and size):
                 out.append(factors)
     return out
 
