@@ -94,7 +94,7 @@ from torch.utils.cpp_extension import load_inline
 cuda_src = r"""
 __global__ void scale_kernel(const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    y[i] = 2.0f * x[i];
+    y[i] = 2.0f * x[min(i, n - 1)];  // the load is clamped, the store is not guarded
 }
 
 torch::Tensor scale(torch::Tensor x) {
@@ -388,9 +388,28 @@ def test_memcheck_names_the_unguarded_store():
     line = _line(SCALE_CANDIDATE, "y[i] = 2.0f")
     assert {f["kernel"] for f in own} == {"scale_kernel"}
     assert any(f["kind"] == "invalid_write" and f["pyline"] == line for f in own), own
+    assert not any(f["kind"] == "invalid_read" for f in own), own  # the clamped load stays inside
     tags, scored = evidence({"tools": [result]})
     assert "sanitizer_out_of_bounds" in tags
     assert ranking.rank(tags, [], [], findings=scored)[0]["bug_class"] == "mask_missing"
+
+
+TRITON_UNMASKED = TRITON_CANDIDATE.replace("tl.store(y_ptr + offs, 2.0 * x, mask=offs < n)",
+                                          "tl.store(y_ptr + offs, 2.0 * x)")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_ready(), reason="needs a CUDA GPU and compute-sanitizer")
+def test_memcheck_names_a_triton_store_without_mask():
+    """Triton keeps its kernels' line information: the finding is at the store's line of the file."""
+    assert TRITON_UNMASKED != TRITON_CANDIDATE
+    case = Case("triton_oob", SCALE_REFERENCE, TRITON_UNMASKED)
+    timeout = float(os.environ.get("KDEBUG_TIMEOUT", "300"))
+    result = run_tool(case, {"name": "seed0", "kind": "seed", "seed": 0}, "memcheck", find_compute_sanitizer(),
+                      timeout=timeout)
+    own = [f for f in result["findings"] if f["in_candidate"]]
+    assert any(f["kind"] == "invalid_write" and f["kernel"] == "double_kernel"
+               and f["pyline"] == _line(TRITON_UNMASKED, "tl.store") for f in own), result
 
 
 @pytest.mark.gpu
@@ -416,7 +435,7 @@ from torch.utils.cpp_extension import load_inline
 cuda_src = r"""
 __global__ void row_max_kernel(const float* x, float* m, int cols) {
     int r = blockIdx.x;
-    float best = -INFINITY;
+    float best = -3.402823466e38f;
     for (int c = threadIdx.x; c < cols; c += blockDim.x) best = fmaxf(best, x[r * cols + c]);
     for (int o = 16; o > 0; o /= 2) best = fmaxf(best, __shfl_xor_sync(0xffffffff, best, o));
     if (threadIdx.x == 0) m[r] = best;
