@@ -354,7 +354,7 @@ def test_parameter_init_recipe_reads_old_style_super_and_keeps_the_candidates_ow
     assert patch is not None
     new = patch.new_src
     assert "super(Model, self)" not in new.split("class ModelNew")[0]  # the holder calls its own super
-    assert "(('gamma', 'scale'),)" in new  # only the tensors that differ are copied
+    assert "(('gamma', 'scale'), ('beta', 'shift'))" in new  # every matched tensor: the holder shifts the draws
     body = new.split("class ModelNew")[1]
     assert body.index("_ModelParameters(n)") < body.index("self.gamma = nn.Parameter(torch.ones(n))")
 
@@ -383,3 +383,21 @@ def test_a_weight_held_transposed_is_matched_and_its_parameter_init_repaired(tmp
     assert ".transpose(0, 1)" in result.repaired_src
     final = evaluate(case.with_candidate(result.repaired_src), "cpu", semantics="kernelbench")
     assert final.status == "pass" and final.verdicts["kernel"]["status"] == "pass"
+
+
+def test_parameter_init_fix_copies_every_matched_tensor_once_the_holder_shifts_the_draws():
+    """A tensor ModelNew happened to draw exactly as Model did (here beta: after a rand of the same size)
+    is no longer so once the holder draws Model's parameters first: the fix copies every matched tensor,
+    not only those that differed (real qwencoder level2/74: its multiplier matched by value before the
+    fix and differed after it, so KernelBench's trials still failed)."""
+    from debugger.recipes.parameter_init import parameter_init_patch
+
+    lucky = affine_candidate("self.gamma = nn.Parameter(torch.rand(n))\n"
+                             "        self.beta = nn.Parameter(torch.randn(n))")
+    before = evaluate(case_from_sources(AFFINE_REF, lucky), "cpu", checks=[standard_checks()[0]])
+    assert {p["candidate"]: p["own_init_diff"] > 0 for p in before.parameter_map["pairs"]} == {
+        "gamma": True, "beta": False}
+    patch = parameter_init_patch(lucky, AFFINE_REF, before.parameter_map)
+    after = evaluate(case_from_sources(AFFINE_REF, patch.new_src), "cpu",
+                     checks=[standard_checks()[0], kernelbench_checks()[0]], semantics="kernelbench")
+    assert after.status == "pass", after.message

@@ -69,9 +69,12 @@ def _call_args(fn: ast.FunctionDef) -> str | None:
 
 def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: dict | None) -> Patch | None:
     """The fix as a Patch, or None when there is nothing to fix or the sources do not allow it."""
-    pairs = [p for p in (parameter_map or {}).get("pairs", []) if (p.get("own_init_diff") or 0.0) > 0.0]
-    if not pairs:
+    pairs = list((parameter_map or {}).get("pairs", []))
+    if not any((p.get("own_init_diff") or 0.0) > 0.0 for p in pairs):
         return None
+    # Every matched tensor is copied, not only those that differed: the holder draws Model's parameters
+    # first, which shifts every later draw of ModelNew's own, so a tensor that happened to come out as
+    # Model's (the same number of draws before it) no longer does.
     try:
         ref_tree, cand_tree = ast.parse(reference_src), ast.parse(candidate_src)
     except SyntaxError:
@@ -139,6 +142,6 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
         ast.parse(text)
     except SyntaxError:
         return None
-    names = ", ".join(p["candidate"] for p in pairs[:6])
+    names = ", ".join([p["candidate"] for p in pairs if (p.get("own_init_diff") or 0.0) > 0.0][:6])
     return Patch(RECIPE_ID, f"build Model's parameters in Model's order and copy them into {names}", text,
                  [build_at + 1, end + 1], "parameter_init")
