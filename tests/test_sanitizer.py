@@ -367,6 +367,32 @@ def test_a_worker_runs_under_the_launcher_and_its_log_is_read(tmp_path):
     assert f["kernel"] == "double_kernel" and f["in_candidate"] and f["pyline"] == store
 
 
+def test_diagnosis_weighs_the_sanitizer_findings(monkeypatch):
+    """The wiring in diagnose(): on a GPU the sanitizer's result is kept, its tags join the symptoms and
+    its findings the ranking (the sanitizer is faked here, on an evaluation made on the interpreter)."""
+    from debugger.diagnose import diagnose
+    from debugger.evaluate import run_evaluation
+
+    src = TRITON_CANDIDATE.replace("        assert os.environ.get(\"PYTORCH_NO_CUDA_MEMORY_CACHING\") == \"1\", "
+                                   "\"the sanitizer's environment\"\n", "").replace("2.0 * x", "3.0 * x")
+    assert "assert" not in src and "3.0 * x" in src
+    case = Case("t", TRITON_REFERENCE, src)
+    ev = run_evaluation(case, "cpu", capture=True, checks=[{"name": "seed0", "kind": "seed", "seed": 0}])
+    store = _line(src, "tl.store")
+    log = MEMCHECK.format(line=store).replace("scale_kernel(const float *, float *, int)", "double_kernel") \
+        .replace("/cache/ext/0f3a/scale_ext/cuda.cu", "/tmp/s/can-1/candidate.py")
+    findings = [place(f.to_dict(), src, {"double_kernel"}) for f in parse(log, "memcheck").findings]
+    fake = {"executable": "compute-sanitizer", "check": "seed0",
+            "tools": [{"tool": "memcheck", "status": "ran", "message": "", "findings": findings}]}
+    monkeypatch.setattr("debugger.diagnose.sanitizer.run_sanitizer", lambda *a, **k: fake)
+    diag = diagnose(case, "cuda", evaluation=ev, experiments=False, localise=False)
+    assert diag.sanitizer is fake and "sanitizer_out_of_bounds" in diag.symptoms
+    top = diag.hypotheses[0]
+    assert top["bug_class"] == "mask_missing" and store in top["lines"]
+    assert any("compute-sanitizer memcheck" in e for e in top["evidence"])
+    assert "memcheck: 1 finding(s) in the candidate's kernels" in diag.prompt_text()
+
+
 # -- on the GPU ---------------------------------------------------------------------------------------
 def _gpu_ready() -> bool:
     try:
