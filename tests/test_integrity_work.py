@@ -113,6 +113,24 @@ def test_a_sum_over_per_block_partials_is_light_and_the_same_sum_over_the_input_
     assert "share of the work" in work_text(m.summary())
 
 
+def test_the_last_reduction_of_what_the_kernels_wrote_is_light_but_redoing_the_reference_on_it_is_not():
+    mse = {"ops": [_entry("sub.Tensor", [[64, 200], [64, 200]], [[64, 200]]),
+                   _entry("pow.Tensor_Scalar", [[64, 200]], [[64, 200]]), _entry("mean.default", [[64, 200]], [[]])],
+           "operator_inputs": [[64, 200], [64, 200]], "operator_outputs": [[]]}
+    mean_of_kernel = {"ops": [dict(_entry("mean.default", [[64, 200]], [[]]), reads_kernel_output=True)],
+                      "operator_inputs": [[64, 200], [64, 200]], "operator_outputs": [[]]}
+    m = measure(mean_of_kernel, mse, launches=1)
+    assert m.heavy == [] and m.ops[0].finishing and m.share > 0.3 and m.not_light_share == 0
+    assert [f for f in judge(m, "strict") if f.severity == REJECT] == []
+    over_input = measure(dict(mean_of_kernel, ops=[_entry("mean.default", [[64, 200]], [[]])]), mse, launches=1)
+    assert [f.rule for f in judge(over_input, "strict") if f.severity == REJECT] == ["torch_compute"]
+    # a kernel that only copies its inputs, PyTorch computing the whole MSE on the copies
+    redone = dict(mse, ops=[dict(e, reads_kernel_output=True) for e in mse["ops"]])
+    m = measure(redone, mse, launches=1)
+    for policy in ("kernelbench", "strict"):
+        assert "torch_does_every_op" in {f.rule for f in judge(m, policy) if f.severity == REJECT}, policy
+
+
 def test_the_gate_accepts_a_kernel_whose_host_code_sums_its_partials():
     case = case_from_sources(SMOOTH_L1, PARTIALS)
     verdict = check(case, "cpu", full=False, policy="strict")

@@ -8,11 +8,13 @@ elements times a small per-family factor), and is judged against the operator's 
 outputs:
 - glue: allocations, views, casts, copies, data movement (no work);
 - small: any op over data much smaller than the operator's and a small share of the reference's
-  work (a sum of per-block partials, a mean of per-row losses): light;
+  work (a sum of per-block partials, a mean of per-row losses), and a reduction or arithmetic that
+  reads only what the candidate's launches wrote where the reference too ends in a loss or in a
+  reduction of what it computed (MSE's mean of squared differences a kernel produced): light;
 - heavy: a convolution, matmul, normalisation, softmax, reduction, loss or pool over the operator's
   data or with a real share of its work.
 The share is PyTorch's FLOPs over the reference's. Policy: strict rejects any heavy op and a share of
-STRICT_SHARE or more; kernelbench lets a heavy op stay in PyTorch where it is a sub-operation of the
+STRICT_SHARE or more in ops that are not light; kernelbench lets a heavy op stay in PyTorch where it is a sub-operation of the
 reference and rejects a heavy op the reference does not run (a piece of an operation the candidate
 claims: a norm's statistics) and PyTorch running every op of the reference. Under both, a forward that
 launches none of the candidate's own kernels while PyTorch computes is rejected.
@@ -115,8 +117,14 @@ class MeasuredOp:
     outputs: list
     in_extension: bool
     via: str | None = None
-    small: bool = False
+    reads_kernel_output: bool = False  # every operand is storage the candidate's launches wrote
+    small: bool = False  # over data much smaller than the operator's, a small share of its work
+    finishing: bool = False  # the last reduction of what the kernels wrote, as the reference ends
     heavy: bool = False
+
+    @property
+    def light(self) -> bool:
+        return self.small or self.finishing
 
     @property
     def key(self) -> str:
@@ -154,11 +162,19 @@ class Measurement:
         return self.torch_flops / self.reference_flops if self.reference_flops else None
 
     @property
+    def not_light_share(self) -> float | None:
+        """The share of the ops that are not light (small, or finishing what the kernels wrote)."""
+        if not self.reference_flops:
+            return None
+        return sum(o.flops for o in self.ops if not o.light) / self.reference_flops
+
+    @property
     def heavy(self) -> list[MeasuredOp]:
         return [o for o in self.ops if o.heavy]
 
     def covers_reference(self) -> bool:
-        """PyTorch ran every sub-operation of the reference, each as often as the reference did."""
+        """PyTorch ran every sub-operation of the reference, each as often as the reference did, over data
+        of the operator's size (finishing included: PyTorch redoing all of it on a kernel's copies)."""
         if not self.reference_keys:
             return False
         mine = Counter()
@@ -195,8 +211,18 @@ def _ops(work: dict | None) -> list[MeasuredOp]:
             continue
         found.append(MeasuredOp(e["op"], family, op_flops(e, family) * e.get("count", 1), e.get("count", 1),
                                 e.get("inputs", []), e.get("outputs", []), bool(e.get("in_extension")),
-                                e.get("via")))
+                                e.get("via"), bool(e.get("reads_kernel_output"))))
     return found
+
+
+def reduces_last(reference: list[MeasuredOp]) -> bool:
+    """The reference ends in a loss, or in a reduction of something it computed first (MSE's mean of
+    squared differences; checks/compute.py's rule on the source): a kernel may do the rest and leave
+    that last reduction of its own results to PyTorch."""
+    if not reference:
+        return False
+    last = reference[-1].family
+    return last == "loss" or last == "reduction" and any(o.family != "reduction" for o in reference)
 
 
 def measure(candidate_work: dict | None, reference_work: dict | None, launches: int = 0) -> Measurement | None:
@@ -209,11 +235,13 @@ def measure(candidate_work: dict | None, reference_work: dict | None, launches: 
         ((reference_work or {}).get("operator_inputs", []) + (reference_work or {}).get("operator_outputs", []))
     elements = max([_numel(s) for s in shapes] or [1])
     mine = _ops(candidate_work)
+    finishing = reduces_last(reference)
     for o in mine:
         largest = max([_numel(s) for s in o.inputs + o.outputs] or [1])
         share = o.flops / reference_flops if reference_flops else 1.0
         o.small = largest * SMALL_DATA <= elements and share < SMALL_SHARE
-        o.heavy = ops.FAMILY_WEIGHT[o.family] >= 2 and not o.small
+        o.finishing = finishing and o.reads_kernel_output and o.family in ops.FINISHING
+        o.heavy = ops.FAMILY_WEIGHT[o.family] >= 2 and not o.light
     keys = Counter()
     for o in reference:
         keys[o.key] += o.count
@@ -244,7 +272,7 @@ def judge(m: Measurement, policy: str) -> list[Finding]:
         else:
             found.append(Finding("torch_compute", REJECT, what + ": the operator's heavy part must be in the "
                                                                  "candidate's kernels (--policy strict)"))
-    share = m.share
+    share = m.not_light_share
     if policy != KERNELBENCH and not m.heavy and share is not None and share >= STRICT_SHARE:
         found.append(Finding("torch_compute", REJECT, f"measured: {m.describe()}: a large share of the operator's "
                                                       f"work (--policy strict allows under {100 * STRICT_SHARE:.0f}%)"))

@@ -56,7 +56,9 @@ class PoisonAndRecord(TorchDispatchMode):
             self.recorder.note_copy(name, args, out)
         if self.work is not None and not (self.recorder is not None and self.recorder.in_kernel):
             self.work.note(func, name, args, kwargs, out,
-                           in_extension=bool(self.recorder is not None and self.recorder.in_extension))
+                           in_extension=bool(self.recorder is not None and self.recorder.in_extension),
+                           written=launch_spans(self.recorder.launches, self.recorder.copies)
+                           if self.recorder is not None and self.recorder.launches else None)
         if self.poison is not None and name in ALLOC_OPS and isinstance(out, torch.Tensor):
             with torch.utils._python_dispatch._disable_current_modes():
                 poison_fill(out, self.poison)
@@ -241,10 +243,9 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
 
 
-def written_by_launch(out: torch.Tensor, launches: list[dict], copies: list[dict] = ()) -> bool:
-    """True if some recorded launch received a tensor whose storage holds `out`, or `out` was copied
-    (`copies`, in the order they ran, after the launches they read) from such storage."""
-    o0, o1 = storage_span(out)
+def launch_spans(launches: list[dict], copies: list[dict] = ()) -> list[tuple[int, int]]:
+    """Storage byte ranges the recorded launches received, with those copied (`copies`, in the order they
+    ran, after the launches they read) from them."""
     spans = [tuple(span) for launch in launches for span in launch["tensors"]]
     copied = []
     for copy in copies:
@@ -252,4 +253,11 @@ def written_by_launch(out: torch.Tensor, launches: list[dict], copies: list[dict
                  for span in launch["tensors"]] + copied
         if any(s0 < e1 and f0 < s1 for s0, s1 in known for f0, e1 in copy["from"]):
             copied.append(tuple(copy["to"]))
-    return any(start < o1 and o0 < end for start, end in spans + copied)
+    return spans + copied
+
+
+def written_by_launch(out: torch.Tensor, launches: list[dict], copies: list[dict] = ()) -> bool:
+    """True if some recorded launch received a tensor whose storage holds `out`, or `out` was copied
+    from such storage after the launch."""
+    o0, o1 = storage_span(out)
+    return any(start < o1 and o0 < end for start, end in launch_spans(launches, copies))

@@ -94,7 +94,14 @@ class ReferenceRole:
         _seed_forward(spec)
         work = WorkLog() if spec.get("work") else None
         with torch.no_grad():
-            with _recording(work):
+            try:
+                with _recording(work):
+                    native = inputs.flatten_outputs(model(*xs))
+            except Exception:  # noqa: BLE001 - an op the recording modes cannot take: the run without them
+                if work is None:
+                    raise
+                work = None
+                _seed_forward(spec)
                 native = inputs.flatten_outputs(model(*xs))
             # KernelBench's trials compare with the native output, as KernelBench does: no float64 run.
             ref64 = None if spec.get("kind") == "kernelbench" else self._float64(model, xs, spec)
@@ -359,7 +366,7 @@ class CandidateRole:
             self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
         xs = [inputs.clone_keeping_layout(x) for x in self.pristine]
         poison = spec.get("poison", "nan")
-        work = WorkLog() if spec.get("work") else None
+        work = WorkLog(xs) if spec.get("work") else None
         mode = PoisonAndRecord(None if poison is None else float(poison), work=work, recorder=self.recorder)
         self.recorder.reset(capture_writes=bool(spec.get("localise")) and spec.get("call", 1) == 1)
         self.recorder.active = True

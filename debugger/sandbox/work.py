@@ -34,28 +34,47 @@ def _shapes(values, limit: int = MAX_SHAPES) -> list[list[int]]:
     return found
 
 
-def _registry():
-    try:
-        from torch.utils.flop_counter import flop_registry
-        return flop_registry
-    except Exception:  # noqa: BLE001 - without torch's formulas every op is counted by elements
-        return {}
+try:  # imported with the module, so the zygote's workers find it loaded
+    from torch.utils.flop_counter import flop_registry as _FORMULAS
+except Exception:  # noqa: BLE001 - without torch's formulas every op is counted by elements
+    _FORMULAS = {}
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def _reads_only(args, written: list, inputs: list) -> bool:
+    """Every tensor argument lies in storage a launch received and none in a forward input's."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not tensors:
+        return False
+    with torch.utils._python_dispatch._disable_current_modes():
+        spans = [_span(t) for t in tensors]
+    hit = lambda span, ranges: any(s0 < span[1] and span[0] < s1 for s0, s1 in ranges)  # noqa: E731
+    return all(hit(sp, written) and not hit(sp, inputs) for sp in spans)
 
 
 class WorkLog:
     """Aten ops of one forward with shapes, counts and torch's FLOP formula where it has one."""
 
-    def __init__(self):
+    def __init__(self, forward_inputs=()):
         self.entries: dict[tuple, dict] = {}
         self.dropped = 0
         self.via: str | None = None  # the outermost torch function running now (TopLevelCalls)
-        self._formulas = _registry()
+        self._formulas = _FORMULAS
+        self._input_spans = [_span(t) for t in forward_inputs if isinstance(t, torch.Tensor)]
 
-    def note(self, func, name: str, args, kwargs, out, in_extension: bool = False) -> None:
+    def note(self, func, name: str, args, kwargs, out, in_extension: bool = False,
+             written: list | None = None) -> None:
+        """Log one op; `written`: storage ranges the candidate's launches received so far (then the entry
+        says whether the op reads only what they wrote, not the forward's own inputs)."""
         if getattr(func, "namespace", "aten") not in PYTORCH_NAMESPACES:
             return  # an op of a library the candidate registers (torch.library.triton_op, TORCH_LIBRARY)
         inputs, outputs = _shapes([args, kwargs or {}]), _shapes(out)
-        key = (name, str(inputs), str(outputs), in_extension, self.via)
+        reads_kernel_output = bool(written) and _reads_only(args, written, self._input_spans)
+        key = (name, str(inputs), str(outputs), in_extension, self.via, reads_kernel_output)
         entry = self.entries.get(key)
         if entry is not None:
             entry["count"] += 1
@@ -71,7 +90,8 @@ class WorkLog:
             except Exception:  # noqa: BLE001 - an op torch's formula does not take: counted by elements
                 flops = None
         self.entries[key] = {"op": name, "inputs": inputs, "outputs": outputs, "flops": flops, "count": 1,
-                             "in_extension": in_extension, "via": self.via}
+                             "in_extension": in_extension, "via": self.via,
+                             "reads_kernel_output": reads_kernel_output}
 
     def to_dict(self, forward_inputs=(), forward_outputs=()) -> dict:
         """The log as JSON, with the shapes of the operator's own inputs and outputs."""
