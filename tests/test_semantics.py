@@ -354,7 +354,7 @@ def test_parameter_init_recipe_reads_old_style_super_and_keeps_the_candidates_ow
     assert patch is not None
     new = patch.new_src
     assert "super(Model, self)" not in new.split("class ModelNew")[0]  # the holder calls its own super
-    assert "(('gamma', 'scale'), ('beta', 'shift'))" in new  # every matched tensor: the holder shifts the draws
+    assert "(('gamma', 'scale'), ('beta', 'shift'),)" in new  # every matched tensor: the holder shifts the draws
     body = new.split("class ModelNew")[1]
     assert body.index("_ModelParameters(n)") < body.index("self.gamma = nn.Parameter(torch.ones(n))")
 
