@@ -369,7 +369,7 @@ def _finish(ev: Evaluation, t_start: float) -> Evaluation:
     if report.status == "pass" and not report.checks:
         report.status = "runtime_error"
     report.signature = _signature(report) if report.status != "pass" else None
-    if report.status in ("pass", "mismatch", "runtime_error", "timeout") and report.checks:
+    if report.status in ("pass", "mismatch", "runtime_error", "timeout", "compile_error") and report.checks:
         report.message = _message(report) if not (report.status != "pass" and not report.failed_checks) \
             else report.message
     report.seconds = time.perf_counter() - t_start

@@ -273,3 +273,18 @@ def test_hidden_shapes_the_reference_rejects_too_are_skipped_not_failed():
     picky = case_from_sources(GROUPED_REF, GROUPED_KERNEL.replace("if channels % groups:", "if channels != 12:"))
     report = run_evaluation(picky, "cpu", checks=hidden_checks([{"C": 16, "G": 4}])).report
     assert report.status == "runtime_error" and "hidden_shape0" in [c.name for c in report.failed_checks]
+
+
+def test_a_kernel_that_fails_to_compile_at_its_first_launch_says_why():
+    """Triton compiles at the first launch on a GPU: the checks fail as compile_error, and the report's
+    message names the error (on the H200 six real answers came back compile_error with an empty message)."""
+    from debugger.evaluate import Evaluation, _finish
+    from debugger.records import CheckResult, EvalReport
+
+    report = EvalReport(status="compile_error", device="cuda", atol=1e-3, rtol=1e-3)
+    report.checks = [CheckResult(name=f"seed{i}", kind="seed", passed=False, status="compile_error",
+                                 message="CompilationError: at 12:8: unsupported tensor index: constexpr[0]")
+                     for i in range(2)]
+    done = _finish(Evaluation(report=report), 0.0).report
+    assert done.message == ("compile_error on 2/2 checks (first: seed0: CompilationError: at 12:8: "
+                            "unsupported tensor index: constexpr[0])")
