@@ -245,6 +245,13 @@ def test_cuda_cu_lines_map_to_the_python_file():
     # the compiled text disagrees with the row the offset gives: the line is not claimed
     assert python_line(src, "/x/cuda.cu", store, "scale_kernel", cu.replace("y[i] = 2.0f", "y[j] = 3.0f")) is None
     assert python_line(src, "/x/cuda.cu", None, "scale_kernel") is None
+    # a line of a __device__ helper the kernel inlined; and a build without the implicit includes
+    helper = src.replace("__global__ void scale_kernel", "__device__ float twice(float v) {\n    return 2.0f * v;\n}\n\n"
+                                                     "__global__ void scale_kernel")
+    ret = _line(_cuda_cu(helper), "return 2.0f * v;")
+    assert python_line(helper, "/x/cuda.cu", ret, "scale_kernel") == _line(helper, "return 2.0f * v;")
+    bare = helper.replace("functions=[\"scale\"])", "functions=[\"scale\"], no_implicit_headers=True)")
+    assert bare != helper and python_line(bare, "/x/cuda.cu", ret - 3, "scale_kernel") == _line(bare, "return 2.0f")
 
 
 def test_findings_become_ranked_evidence_with_lines():
