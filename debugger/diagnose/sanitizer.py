@@ -17,6 +17,7 @@ absent (a CPU, CI) or the device is not CUDA, the result says why it was skipped
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -63,7 +64,7 @@ def tools_for(src: str, report) -> list[str]:
     """The tools worth their time on this candidate: memcheck and initcheck always; racecheck where
     shared memory is declared or the outputs drifted between runs; synccheck where barriers are."""
     tools = ["memcheck", "initcheck"]
-    drift = any((c.drift or 0) > 0 for c in report.checks if c.drift is not None and c.drift == c.drift)
+    drift = any(c.drift is not None and math.isfinite(c.drift) and c.drift > 0 for c in report.checks)
     if "__shared__" in src or drift:
         tools.append("racecheck")
     if re.search(r"__syncthreads|__syncwarp|\.sync\(\)|bar\.sync", src):
