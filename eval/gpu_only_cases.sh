@@ -4,7 +4,7 @@
 # in one device command: eval/gpu_parallel.sh's `repair` mode on just those cases (it installs the
 # carried kdebug wheel from .whl/ first: build it with eval/gpu_wheels.sh, carry .whl).
 #
-#   OUT=/tmp/gpu [CASE_LIMIT_S=520] [FIXED_LIMIT_S=180] eval/gpu_only_cases.sh
+#   OUT=/tmp/gpu [CASE_LIMIT_S=300] [FIXED_LIMIT_S=150] eval/gpu_only_cases.sh   (defaults: one 10-minute command)
 #
 # Writes what `repair` writes (OUT/merged.md, OUT/repairs.tar.gz, OUT/trace_summary.txt) and
 # OUT/gpu_only.md: per case the diagnosed class against the true one, the fixing recipe, and the
@@ -19,7 +19,7 @@ WORK="$(realpath -m "${WORK:-/tmp/kdebug-gpu-work}")"
 mapfile -t CASES < <(grep -l '^needs *= *"cuda"' eval/cases/*/case.toml | xargs -n1 dirname | xargs -n1 basename)
 [ "${#CASES[@]}" -gt 0 ] || { echo "no case.toml with needs = \"cuda\" under eval/cases" >&2; exit 2; }
 echo "GPU-only cases: ${CASES[*]}"
-OUT="$OUT" WORK="$WORK" CASES_LIST="${CASES[*]}" JOBS="${JOBS:-${#CASES[@]}}" CASE_LIMIT_S="${CASE_LIMIT_S:-520}" \
+OUT="$OUT" WORK="$WORK" CASES_LIST="${CASES[*]}" JOBS="${JOBS:-${#CASES[@]}}" CASE_LIMIT_S="${CASE_LIMIT_S:-300}" \
   bash eval/gpu_parallel.sh repair
 rc=$?
 "${PYTHON:-python3}" - "$WORK" "${CASES[@]}" > "$OUT/gpu_only.md" <<'PY'
@@ -43,11 +43,11 @@ for name in names:
           f"{'; not run: ' + skipped if skipped else ''} | {rec.get('seconds')} |")
 PY
 cat "$OUT/gpu_only.md"
-if [ "${FIXED_LIMIT_S:-180}" -gt 0 ]; then
+if [ "${FIXED_LIMIT_S:-150}" -gt 0 ]; then
   VPY="${VENV:-/tmp/kdebug-venv}/bin/python"
   printf '%s\n' "${CASES[@]}" | xargs -P "${#CASES[@]}" -I{} bash -c \
     'cd "$1" && timeout "$2" "$3" "$4/eval/gpu_fixed_checks.py" "$4/eval/cases" "$5" > "$1/$5.fixed.md" 2> "$1/$5.fixed.log";
-     echo "fixed.py of $5: rc=$?"' _ "$WORK" "${FIXED_LIMIT_S:-180}" "$VPY" "$PWD" {}
+     echo "fixed.py of $5: rc=$?"' _ "$WORK" "${FIXED_LIMIT_S:-150}" "$VPY" "$PWD" {}
   { echo "| case | check | status | wrong | max abs err | message |"; echo "| --- | --- | --- | --- | --- | --- |"
     for c in "${CASES[@]}"; do tail -n +3 "$WORK/$c.fixed.md";
       [ -s "$WORK/$c.fixed.md" ] || echo "| $c | fixed.py | no result: $(tail -1 "$WORK/$c.fixed.log" | cut -c1-200) | | | |"; done
