@@ -132,7 +132,8 @@ class MeasuredOp:
 
     @property
     def weight(self) -> str:
-        return "heavy" if self.heavy else "light"
+        """heavy, light (small or finishing) or elementwise (counted in strict's share)."""
+        return "heavy" if self.heavy else "light" if self.light else "elementwise"
 
     def to_dict(self, reference_flops: int) -> dict:
         share = self.flops / reference_flops if reference_flops else None
@@ -188,8 +189,10 @@ class Measurement:
 
     def summary(self) -> dict:
         """The report's view: the share, both FLOP totals and the top ops."""
-        share = self.share
-        return {"share": round(share, 4) if share is not None else None, "torch_flops": self.torch_flops,
+        share, counted = self.share, self.not_light_share
+        return {"share": round(share, 4) if share is not None else None,
+                "not_light_share": round(counted, 4) if counted is not None else None,
+                "torch_flops": self.torch_flops,
                 "reference_flops": self.reference_flops, "candidate_launches": self.launches,
                 "ops": [o.to_dict(self.reference_flops) for o in self.top()],
                 "more_ops": max(0, len(self.ops) - TOP)}
@@ -287,11 +290,11 @@ def work_text(summary: dict) -> str:
     head = (f"PyTorch's share of the work: {100 * share:.1f}%" if share is not None else
             "PyTorch's share of the work: the reference measured no FLOPs")
     lines = [f"{head} ({summary['torch_flops']:.3g} of the reference's {summary['reference_flops']:.3g} FLOPs; "
-             f"{summary.get('candidate_launches', 0)} launches of the candidate's own kernels)"]
+             f"launches of the candidate's own kernels: {summary.get('candidate_launches', 0)})"]
     for o in summary.get("ops", []):
         where = " in extension host code" if o.get("in_extension") else ""
         pct = f" ({100 * o['share']:.1f}%)" if o.get("share") is not None else ""
-        lines.append(f"  {o['weight']:<6} {o['op']:<28} x{o['calls']:<4} {o['inputs'][:3]} -> {o['outputs'][:2]} "
+        lines.append(f"  {o['weight']:<11} {o['op']:<28} x{o['calls']:<4} {o['inputs'][:3]} -> {o['outputs'][:2]} "
                      f"{o['flops']:.3g} FLOPs{pct}{where}")
     if summary.get("more_ops"):
         lines.append(f"  ... and {summary['more_ops']} more ops")
