@@ -254,7 +254,7 @@ def test_cuda_cu_lines_map_to_the_python_file():
     assert bare != helper and python_line(bare, "/x/cuda.cu", ret - 3, "scale_kernel") == _line(bare, "return 2.0f")
 
 
-def test_findings_become_ranked_evidence_with_lines():
+def test_findings_become_ranked_evidence_with_lines(tmp_path):
     src = SCALE_CANDIDATE
     store = _line(_cuda_cu(src), "y[i] = 2.0f")
     kernels = {"scale_kernel"}
@@ -262,6 +262,10 @@ def test_findings_become_ranked_evidence_with_lines():
     findings = [place(f.to_dict(), src, kernels) for f in report.findings]
     assert findings[0]["in_candidate"] and findings[0]["pyline"] == _line(src, "y[i] = 2.0f")
     assert not findings[1]["in_candidate"]  # the API error is no kernel of the candidate
+    other = dict(report.findings[0].to_dict(), kernel="gemm_kernel", file="/opt/lib/gemm.cu")
+    assert not place(other, src, kernels)["in_candidate"] and other["pyline"] is None  # a library's kernel
+    built = dict(other, file=f"{tmp_path}/scale_ext/cuda.cu")  # compiled from the candidate's strings
+    assert place(built, src, kernels, build_base=tmp_path)["pyline"] == _line(src, "y[i] = 2.0f")
     tags, scored = evidence({"tools": [{"tool": "memcheck", "findings": findings}]})
     assert tags == {"sanitizer_out_of_bounds"}
     hyps = ranking.rank(tags, [], [], findings=scored)
@@ -281,8 +285,13 @@ def test_race_barrier_and_unwritten_evidence_classes():
     assert ranking.rank(tags, [], [], findings=scored)[0]["bug_class"] == "write_race"
     init = [place(f.to_dict(), src, set()) for f in parse(INITCHECK, "initcheck").findings]
     tags, scored = evidence({"tools": [{"tool": "initcheck", "findings": init}]})
-    assert tags == {"sanitizer_unwritten_output"}  # PyTorch read, and the host copied, what no kernel wrote
+    assert tags == {"sanitizer_unwritten_output"}  # the host copied what no kernel wrote
     assert ranking.rank(tags, [], [], findings=scored)[0]["bug_class"] == "unwritten_output"
+    assert len(scored[0]["evidence"]) == 1  # a library's read (no kernel of ours, not PyTorch's) is not evidence
+    torch_read = INITCHECK.replace("void accumulate<float>(float *, const float *, int)",
+                                   "void at::native::elementwise_kernel<128, 2>(int, float *)")
+    init = [place(f.to_dict(), src, set()) for f in parse(torch_read, "initcheck").findings]
+    assert len(evidence({"tools": [{"tool": "initcheck", "findings": init}]})[1][0]["evidence"]) == 2
     wrapped = dict(place(parse(MEMCHECK.format(line=9), "memcheck").findings[0].to_dict(), src, {"scale_kernel"}),
                    oob_side="before", oob_bytes=1 << 33)
     assert evidence({"tools": [{"tool": "memcheck", "findings": [wrapped]}]})[0] == \

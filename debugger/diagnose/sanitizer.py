@@ -117,13 +117,18 @@ def _tail(path: Path, n: int = 600) -> str:
         return ""
 
 
-def _file_text(path: str | None, root: Path) -> str | None:
+def _under(path: str, root: Path) -> bool:
+    try:
+        return Path(path).resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def _file_text(path: str, root: Path) -> str | None:
     """The compiled file's text when it lies in the sanitizer's build folder (for the line check)."""
-    if not path:
-        return None
     p = Path(path)
     try:
-        if p.is_file() and p.resolve().is_relative_to(root.resolve()) and p.stat().st_size < (4 << 20):
+        if _under(path, root) and p.is_file() and p.stat().st_size < (4 << 20):
             return p.read_text(errors="replace")
     except OSError:
         pass
@@ -139,9 +144,9 @@ def place(finding: dict, src: str, kernels: set[str], build_base: Path | None = 
             return None
         if PurePath(file).name == CANDIDATE_FILE:  # a Triton kernel: the candidate file's own lines
             return line
-        if kernel in kernels or PurePath(file).suffix in (".cu", ".cpp", ".cuh"):
-            text = _file_text(file, build_base) if build_base is not None else None
-            return python_line(src, file, line, kernel, text)
+        built = build_base is not None and _under(file, build_base)  # compiled from the candidate's strings
+        if kernel in kernels or built:
+            return python_line(src, file, line, kernel, _file_text(file, build_base) if built else None)
         return None
 
     finding["pyline"] = line_of(finding.get("kernel"), finding.get("file"), finding.get("line"))

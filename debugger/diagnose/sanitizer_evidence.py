@@ -7,8 +7,9 @@ evidence, weighed like a counterfactual's support (ranking.rank's `findings`):
 - racecheck: a shared-memory hazard -> write_race (a __syncthreads is missing between the accesses).
 - synccheck: a barrier reached by part of a block or warp -> write_race.
 - initcheck: a kernel of the candidate reads memory nothing wrote (an accumulator never zeroed,
-  partials never stored) -> unwritten_output; a copy of never-written memory to the host or into
-  PyTorch's kernels (an output with elements no thread wrote) -> unwritten_output, grid_undercount.
+  partials never stored) -> unwritten_output; a copy of never-written memory to the host or a read
+  of it by PyTorch's own kernels (at::native: an output with elements no thread wrote) ->
+  unwritten_output, grid_undercount.
 Findings in other code (PyTorch's kernels) are kept in the record, weighed only where they say an
 output was never written.
 """
@@ -66,7 +67,9 @@ def _tags(f: dict) -> list[str]:
     if tag is None:
         return []
     if f["kind"] == "uninitialised_read" and not f.get("in_candidate"):
-        return ["sanitizer_unwritten_output"]  # PyTorch read what the candidate never wrote
+        # PyTorch's own kernels (a copy, an elementwise op) read what the candidate never wrote; a
+        # library's (cuBLAS, cuDNN) may read padding it owns: not evidence
+        return ["sanitizer_unwritten_output"] if "at::native" in (f.get("function") or "") else []
     if tag != "sanitizer_unwritten_output" and not f.get("in_candidate"):
         return []
     if tag == "sanitizer_out_of_bounds" and (f.get("oob_side") == "before" or (f.get("oob_bytes") or 0) >= WRAP_BYTES):
