@@ -28,19 +28,20 @@ import sys
 from pathlib import Path
 
 work, names = Path(sys.argv[1]), sys.argv[2:]
-print("| case | status | true class | diagnosed | recipe | iterations | verified on fresh inputs | seconds |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| case | status | true class | diagnosed | recipe | iterations | verified on fresh inputs | seconds | attempts |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for name in names:
     try:
         rec = json.loads((work / f"{name}.json").read_text())["per_case"][0]
     except (OSError, ValueError, KeyError, IndexError) as e:
-        print(f"| {name} | no result ({type(e).__name__}) | | | | | | |")
+        print(f"| {name} | no result ({type(e).__name__}) | | | | | | | |")
         continue
     v = rec.get("verification") or {}
     skipped = ", ".join(v.get("skipped") or {})
     print(f"| {name} | {rec.get('status')} | {rec.get('true_class')} | {rec.get('diagnosed_class')} | "
           f"{rec.get('recipe') or '-'} | {rec.get('iterations')} | {v.get('correct')} (gate {v.get('gate')})"
-          f"{'; not run: ' + skipped if skipped else ''} | {rec.get('seconds')} |")
+          f"{'; not run: ' + skipped if skipped else ''} | {rec.get('seconds')} | "
+          + "; ".join(f"{a['recipe']} ({a['bug_class']}): {a['outcome']}" for a in rec.get("attempts") or []) + " |")
 PY
 cat "$OUT/gpu_only.md"
 if [ "${FIXED_LIMIT_S:-150}" -gt 0 ]; then

@@ -371,7 +371,8 @@ def test_bench_reports_a_repair_resting_on_skipped_checks_as_unverified(monkeypa
 
     fixed = src(TF32, "fixed")
     monkeypatch.setattr(repair_pkg, "repair", lambda case, **kw: SimpleNamespace(
-        status="unverified", repaired_src=fixed, history=[], run_id="r", guard=None, iterations=1,
+        status="unverified", repaired_src=fixed, run_id="r",
+        history=[{"recipe": "dot_ieee_precision", "bug_class": "low_precision_accumulator", "outcome": "fixed"}], guard=None, iterations=1,
         tokens={}, seconds=1.0, bug_class="low_precision_accumulator", diff="", message="", distilled=None))
     monkeypatch.setattr(runner, "verify_source", lambda *a, **kw: Verification(
         compiles=True, correct=True, eval_status="pass", gate="accept", ran_clean=True,
@@ -381,6 +382,9 @@ def test_bench_reports_a_repair_resting_on_skipped_checks_as_unverified(monkeypa
                      SimpleNamespace(device="cuda", timeout=60.0), ws)
     rec = run.debug_case(CASES / TF32, load_case(CASES / TF32), True)
     assert rec["status"] == "unverified" and "hidden_shape1" in rec["message"]
+    # what each iteration tried is kept (the final diagnosis may be of a partial fix, not the candidate)
+    assert rec["attempts"] == [{"recipe": "dot_ieee_precision", "bug_class": "low_precision_accumulator",
+                                "outcome": "fixed", "message": ""}]
 
 
 def test_int64_terms_widen_an_index_times_a_runtime_size():

@@ -122,6 +122,10 @@ class Run:
                    diagnosed_class=result.bug_class, diff_lines=diff_lines(result.diff), message=result.message,
                    fixed_by=(fixing or {}).get("origin"), recipe=(fixing or {}).get("recipe"))
         rec["tokens"] = rec["prompt_tokens"] + rec["completion_tokens"]
+        # what each iteration tried and what came of it (the final diagnosis may be of a partial fix)
+        rec["attempts"] = [{"recipe": h.get("recipe") or h.get("origin"), "bug_class": h.get("bug_class"),
+                            "outcome": h.get("outcome"), "message": (h.get("message") or "")[:160]}
+                           for h in result.history or []]
         rec["diagnosis_correct"] = bool(rec["true_class"]) and rec["diagnosed_class"] == rec["true_class"]
         if result.status == "invalid_input":
             rec["status"] = "invalid_input"
