@@ -397,3 +397,13 @@ def test_int64_terms_widen_an_index_times_a_runtime_size():
     p = gx.int64_patch(kernel)
     assert p is not None and "x_ptr + cols.to(tl.int64) * n_rows + row" in p.new_src and parses(p.new_src)
     assert gx.int64_patch(kernel.replace("cols * n_rows", "cols * BLOCK")) is None
+
+
+def test_int64_experiment_runs_after_an_illegal_address_whatever_the_other_checks_spanned(monkeypatch):
+    """A check that faulted recorded no launch; the spans of the checks that ran do not bound it."""
+    case = load_case(CASES / INT32)
+    _patch_evaluate(monkeypatch, lambda s: "cols.to(tl.int64)" in s)
+    rep = _report(status="runtime_error", names=("seed0",))
+    rep.checks[0].message = "candidate raised AcceleratorError: CUDA error: an illegal memory access was encountered"
+    exps, _ = gx.run_gpu_experiments(case, rep, "cuda", launch_bytes=1 << 20)
+    assert [(e["recipe"], e["result"]) for e in exps] == [("int64_offset_terms", "fixed")]

@@ -12,7 +12,8 @@ failing checks, turns a suspicion into evidence:
 - repeated run: the first failing check run several times; outputs that differ run to run (drift)
   are a race or a cross-program dependency (the tag run_to_run_drift).
 The last two run only where the source has a shape a race needs (or the run drifted already), the
-int64 one only where a launch's tensors span 2^31 bytes: a GPU benchmark pays for none elsewhere.
+int64 one only where a launch's tensors span 2^31 bytes or a check hit an illegal address: a GPU
+benchmark pays for none elsewhere.
 Each record has the shape of debugger/diagnose/experiments.py's (recipe, bug_class, result, ...).
 """
 from __future__ import annotations
@@ -168,7 +169,7 @@ def run_gpu_experiments(case: Case, report, device: str, timeout: float = 120.0,
     `launch_bytes`, the largest span a launch's tensors cover (None: unknown), gates the int64 one:
     an int32 offset wraps only past 2^31 elements, so below 2^31 bytes it cannot."""
     from debugger.diagnose.experiments import failing_specs, run_experiments
-    from debugger.evaluate import evaluate
+    from debugger.evaluate import evaluate, lost_cuda_context
     from debugger.recipes import propose_all
 
     if device != "cuda" or report.status not in ("mismatch", "runtime_error"):
@@ -182,7 +183,9 @@ def run_gpu_experiments(case: Case, report, device: str, timeout: float = 120.0,
     def spent() -> bool:
         return seconds is not None and out and time.monotonic() - t0 > seconds
 
-    wide = launch_bytes is None or launch_bytes >= INT32_SPAN
+    # A check that hit an illegal address recorded no launch (a wrapped offset is one way to get there):
+    # the span the others saw does not bound it.
+    wide = launch_bytes is None or launch_bytes >= INT32_SPAN or any(lost_cuda_context(c) for c in report.checks)
     for patch in (ieee_patch(src), int64_patch(src) if wide else None):
         if patch is None or spent():
             continue
