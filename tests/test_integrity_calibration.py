@@ -32,6 +32,16 @@ def test_shards_interleave_and_a_sample_spreads_over_the_selection():
     assert real_static.select(answers, match="run2/*", sample=100) == answers[20:30]
 
 
+def test_answers_an_earlier_run_judged_are_left_out(tmp_path):
+    real_static = _load("real_static")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"name": "a", "kernelbench": {"verdict": "reject"}}\n'
+                    '{"name": "b", "kernelbench": {"verdict": "timeout"}}\n')
+    assert real_static.judged_names([rows]) == {"a"}
+    answers = [{"name": n} for n in "abc"]
+    assert [a["name"] for a in real_static.select(answers, skip={"a"})] == ["b", "c"]
+
+
 def test_a_check_that_gave_no_verdict_is_not_judged_and_says_why():
     real_dynamic = _load("real_dynamic")
     timed_out = real_dynamic.verdict_of({"json": None, "timed_out": True, "seconds": 300, "stderr_tail": "nvcc"})

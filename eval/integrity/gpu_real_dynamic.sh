@@ -7,8 +7,10 @@
 # $OUT/dynamic.jsonl as each answer finishes (a run cut short keeps them); $OUT/dynamic.md is the table.
 #
 #   OUT=$OUT [SHARD=1/5] [JOBS=12] [DEADLINE=480] [POLICY=kernelbench] [SIZES=small] [MATCH=GLOB] \
-#     [POOL=.pool] [DEVICE=cuda] bash eval/integrity/gpu_real_dynamic.sh
+#     [SKIP="A.jsonl B.jsonl"] [POOL=.pool] [DEVICE=cuda] bash eval/integrity/gpu_real_dynamic.sh
 #
+# SKIP: rows of earlier runs (copied into the checkout, carried): the answers they judged are left out,
+# so a shard the deadline cut is finished by running it again with its rows.
 # POOL holds kernelbench-fork/ and tritonbench-t-dev/, a git-ignored copy of ../shared/real inside the
 # checkout carried with the command (with .whl); nothing of it is committed.
 set -uo pipefail
@@ -29,6 +31,7 @@ left=$(( ${DEADLINE:-480} - ($(date +%s) - start) ))
 timeout -k 10 $(( left + 20 )) python3 eval/integrity/real_static.py "${POOL:-.pool}" --dynamic \
   --device "${DEVICE:-cuda}" --policy "${POLICY:-kernelbench}" --jobs "${JOBS:-12}" --deadline "$left" \
   --shard "${SHARD:-1/5}" --sizes "${SIZES:-small}" --timeout 240 ${MATCH:+--match "$MATCH"} \
+  ${SKIP:+--skip-judged $SKIP} \
   --jsonl "$OUT/dynamic.jsonl" > "$OUT/dynamic.md" 2> "$OUT/dynamic.log"
 rc=$?
 tail -c 4000 "$OUT/dynamic.md"

@@ -93,10 +93,22 @@ def judge(answer: dict, policy: str) -> dict:
             "warnings": sorted({f.rule for f in findings if f.severity != REJECT})}
 
 
+def judged_names(paths: list[Path]) -> set[str]:
+    """Names of the answers the rows of these JSONL files judged (accept or reject under some policy)."""
+    names = set()
+    for path in paths:
+        for line in path.read_text().splitlines():
+            row = json.loads(line) if line.strip() else {}
+            if any(isinstance(v, dict) and v.get("verdict") in ("accept", "reject") for v in row.values()):
+                names.add(row["name"])
+    return names
+
+
 def select(answers: list[dict], *, match: str | None = None, shard: str | None = None,
-           sample: int | None = None) -> list[dict]:
+           sample: int | None = None, skip: set[str] = frozenset()) -> list[dict]:
     """The answers a run judges: those matching the glob, then the K-th of N interleaved slices
-    (`shard` "K/N"), then `sample` of them spread evenly (every run, level and source represented)."""
+    (`shard` "K/N") less those in `skip` (what an earlier run of the shard judged), then `sample` of them
+    spread evenly (every run, level and source represented)."""
     if match:
         answers = [a for a in answers if fnmatch.fnmatch(a["name"], match)]
     if shard:
@@ -104,6 +116,7 @@ def select(answers: list[dict], *, match: str | None = None, shard: str | None =
         if not 1 <= k <= n:
             raise SystemExit(f"real_static: --shard {shard}: K must be in 1..N")
         answers = answers[k - 1::n]
+    answers = [a for a in answers if a["name"] not in skip]
     if sample and sample < len(answers):
         answers = [answers[i * len(answers) // sample] for i in range(sample)]
     return answers
@@ -112,11 +125,11 @@ def select(answers: list[dict], *, match: str | None = None, shard: str | None =
 def run(real: Path, policies: tuple[str, ...], *, dynamic: bool = False, device: str = "cuda",
         timeout: float = 300.0, jsonl: Path | None = None, match: str | None = None, shard: str | None = None,
         sample: int | None = None, jobs: int = 1, deadline: float | None = None, sizes: str = "published",
-        min_left: float = 150.0) -> dict:
+        min_left: float = 150.0, skip: set[str] = frozenset()) -> dict:
     """Verdicts for every answer under every policy, with the counts."""
     answers = kernelbench_answers(real / "kernelbench-fork") + \
         tritonbench_answers(real / "tritonbench-t-dev" / "honest")
-    answers = select(answers, match=match, shard=shard, sample=sample)
+    answers = select(answers, match=match, shard=shard, sample=sample, skip=skip)
     rows = []
     sink = jsonl.open("a") if jsonl else None
     if dynamic:
@@ -196,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--match", help="only answers whose name matches this glob (e.g. 'gemini_level2*')")
     parser.add_argument("--shard", metavar="K/N", help="only the K-th of N interleaved slices of the answers")
     parser.add_argument("--sample", type=int, help="only N answers, spread evenly over the selection")
+    parser.add_argument("--skip-judged", type=Path, nargs="*", default=[], metavar="JSONL",
+                        help="leave out the answers these rows (an earlier run's --jsonl) judged")
     parser.add_argument("--jobs", type=int, default=1, help="answers judged side by side (with --dynamic)")
     parser.add_argument("--deadline", type=float, help="seconds the whole --dynamic run may take: each answer "
                                                        "gets what is left, none starts with under --min-left")
@@ -207,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     policies = POLICIES if args.policy == "both" else (args.policy,)
     result = run(args.real, policies, dynamic=args.dynamic, device=args.device, timeout=args.timeout,
                  jsonl=args.jsonl, match=args.match, shard=args.shard, sample=args.sample, jobs=args.jobs,
-                 deadline=args.deadline, sizes=args.sizes, min_left=args.min_left)
+                 deadline=args.deadline, sizes=args.sizes, min_left=args.min_left,
+                 skip=judged_names(args.skip_judged))
     print(json.dumps(result, indent=2, default=str) if args.json else markdown(result))
     return 0
 
