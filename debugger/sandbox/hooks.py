@@ -52,13 +52,17 @@ class PoisonAndRecord(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         name = func.__name__ if hasattr(func, "__name__") else str(func)
         self.ops[name] += 1
-        if self.recorder is not None and name.split(".")[0] in COPY_OPS and isinstance(out, torch.Tensor):
-            self.recorder.note_copy(name, args, out)
-        if self.work is not None and not (self.recorder is not None and self.recorder.in_kernel):
-            self.work.note(func, name, args, kwargs, out,
-                           in_extension=bool(self.recorder is not None and self.recorder.in_extension),
-                           written=launch_spans(self.recorder.launches, self.recorder.copies)
-                           if self.recorder is not None and self.recorder.launches else None)
+        try:  # what is recorded is evidence: it never fails the forward (a tensor without storage, say)
+            if self.recorder is not None and name.split(".")[0] in COPY_OPS and isinstance(out, torch.Tensor):
+                self.recorder.note_copy(name, args, out)
+            if self.work is not None and not (self.recorder is not None and self.recorder.in_kernel):
+                self.work.note(func, name, args, kwargs, out,
+                               in_extension=bool(self.recorder is not None and self.recorder.in_extension),
+                               written=launch_spans(self.recorder.launches, self.recorder.copies)
+                               if self.recorder is not None and self.recorder.launches else None)
+        except Exception:  # noqa: BLE001
+            if self.work is not None:
+                self.work.dropped += 1
         if self.poison is not None and name in ALLOC_OPS and isinstance(out, torch.Tensor):
             with torch.utils._python_dispatch._disable_current_modes():
                 poison_fill(out, self.poison)
