@@ -66,3 +66,37 @@ def test_a_screen_that_failed_without_a_measurable_failure_falls_through(monkeyp
     monkeypatch.setattr(nodes, "run_evaluation", fake)
     out = nodes.verify(_state(), _runtime("published"))
     assert out["verify"]["passed"] and not out["verify"]["screen"]
+
+
+def _failing_state(frac: float) -> dict:
+    state = _state()
+    state["best_report"]["checks"][0]["frac_wrong"] = frac
+    return state
+
+
+def _screen_then_full(frac_screen: float, calls: list):
+    def fake(case, device, **kw):
+        calls.append(kw)
+        if kw.get("checks") and len(kw["checks"]) == 1:  # the screen: still failing, this much wrong
+            rep = _report("mismatch", [CheckResult(name="kb_trial0", kind="kernelbench", passed=False,
+                                                   status="mismatch", frac_wrong=frac_screen)])
+        else:
+            rep = _report("mismatch", [CheckResult(name="kb_trial0", kind="kernelbench", passed=False,
+                                                   status="mismatch", frac_wrong=frac_screen),
+                                       CheckResult(name="seed0", kind="seed", passed=True, status="pass")])
+        return SimpleNamespace(report=rep)
+    return fake
+
+
+def test_a_screen_less_wrong_on_every_failing_check_is_judged_by_the_full_evaluation(monkeypatch):
+    calls = []
+    monkeypatch.setattr(nodes, "run_evaluation", _screen_then_full(0.15, calls))
+    out = nodes.verify(_failing_state(0.9), _runtime("published"))
+    assert len(calls) == 2 and not out["verify"]["screen"]  # the full evaluation: a partial fix can be kept
+
+
+def test_a_screen_no_less_wrong_is_the_verdict(monkeypatch):
+    calls = []
+    monkeypatch.setattr(nodes, "run_evaluation", _screen_then_full(0.9, calls))
+    out = nodes.verify(_failing_state(0.9), _runtime("published"))
+    assert len(calls) == 1 and out["verify"]["screen"]

@@ -199,6 +199,12 @@ def apply(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     return {"candidate_src": src, "tried": [*state.get("tried", []), h]}
 
 
+# A screen that fails every check it runs is judged by the full evaluation only when it is at least this
+# much less wrong (the mean fraction of wrong elements over those checks): a slope nudged from 2.0 towards
+# 3.0 leaves all but a few elements wrong and is no partial fix.
+SCREEN_PROGRESS = 0.05
+
+
 def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     """Screen on the checks that failed, then the full standard set (inputs and tolerances frozen)."""
     ctx = runtime.context
@@ -218,9 +224,12 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
         # proposal: the full evaluation judges it.
         ran = not any(c.status == "skipped" for c in screen.checks)
         score = screen.error_score()
-        if ran and score > 0 and not screen.passed and not any(c.passed for c in screen.checks):
+        if ran and score > 0 and not screen.passed and not any(c.passed for c in screen.checks) \
+                and not _screen_progress(state, screen):
             # Judge progress on the same footing as the best version: the checks it failed. A screen
-            # that turned some of them green is progress: the full evaluation below judges it.
+            # that turned some of them green, or left them less wrong, is progress: the full evaluation
+            # below judges it, so a partial fix is kept and the next fault diagnosed on top of it (on the
+            # H200 a K-tail fix left a tf32 error on 15% of the elements and was reverted for it).
             return {"verify": {"passed": False, "status": screen.status, "score": score, "screen": True,
                                "message": screen.message, "signature": screen.signature.key() if screen.signature else None,
                                "report": screen.to_dict()}}
@@ -313,6 +322,15 @@ def _fewer_failing(state: RepairState, v: dict) -> bool:
     def failed(report):
         return sum(1 for c in (report or {}).get("checks", []) if not c["passed"] and c["status"] != "skipped")
     return failed(v.get("report")) < failed(state.get("best_report"))
+
+
+def _screen_progress(state: RepairState, screen) -> bool:
+    """The screen's checks are less wrong than the same checks of the best version, by SCREEN_PROGRESS
+    of their elements on average (a screen cut at its first failures runs only some of them)."""
+    before = {c["name"]: c.get("frac_wrong") for c in state["best_report"].get("checks", [])}
+    pairs = [(before.get(c.name), c.frac_wrong) for c in screen.checks if c.status != "skipped"]
+    pairs = [(b, a) for b, a in pairs if b is not None and a is not None]
+    return bool(pairs) and sum(b - a for b, a in pairs) / len(pairs) >= SCREEN_PROGRESS
 
 
 def _failing_score(state: RepairState) -> float:
