@@ -100,3 +100,17 @@ def test_a_screen_no_less_wrong_is_the_verdict(monkeypatch):
     monkeypatch.setattr(nodes, "run_evaluation", _screen_then_full(0.9, calls))
     out = nodes.verify(_failing_state(0.9), _runtime("published"))
     assert len(calls) == 1 and out["verify"]["screen"]
+
+
+def test_the_loop_runs_compute_sanitizer_only_where_it_can_explain_the_failure():
+    from debugger.records import ErrorSignature
+
+    def report(status, kind, drift=None):
+        r = _report(status, [CheckResult(name="seed0", kind="seed", passed=False, status=status, drift=drift)])
+        r.signature = ErrorSignature(status=status, kind=kind)
+        return r
+
+    assert not nodes.sanitizer_may_help(report("mismatch", "mismatch"))  # wrong values on a clean run
+    assert nodes.sanitizer_may_help(report("mismatch", "nan"))  # the poisoned output: never written
+    assert nodes.sanitizer_may_help(report("runtime_error", "AcceleratorError"))
+    assert nodes.sanitizer_may_help(report("mismatch", "mismatch", drift=0.5))  # run-to-run drift: a race

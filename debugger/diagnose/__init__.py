@@ -154,7 +154,7 @@ def _untried(patches: list, experiments: list[dict]) -> list[dict]:
 
 def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, experiment_budget: int = 6,
              probes: bool = True, localise: bool = True, timeout: float = 120.0, evaluation=None,
-             experiment_seconds: float | None = None) -> Diagnosis:
+             experiment_seconds: float | None = None, sanitizer: bool = True) -> Diagnosis:
     """Evaluate (or reuse `evaluation`, a captured Evaluation), then localise and classify.
     `experiment_seconds` bounds the counterfactual experiments' time (at least one always runs)."""
     ev = evaluation or run_evaluation(case, device, capture=True, timeout=timeout)
@@ -201,7 +201,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                                              launched=sorted(launched) if ev.observations else None)
     tags = _tags(diag, report, blocks) | {f"family:{f}" for f in families}
     sanitizer_findings: list[dict] = []
-    if probes and device == "cuda" and report.failed_checks:  # compute-sanitizer on a failing check
+    if probes and sanitizer and device == "cuda" and report.failed_checks:  # compute-sanitizer on a failing check
         from debugger.diagnose.sanitizer import run_sanitizer
         from debugger.diagnose.sanitizer_evidence import evidence
         diag.sanitizer = run_sanitizer(case, report, device, timeout=timeout, seconds=experiment_seconds)

@@ -53,6 +53,16 @@ def evaluate(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     return update
 
 
+def sanitizer_may_help(report) -> bool:
+    """compute-sanitizer explains memory faults, races and outputs never written: a run that raised, left
+    NaN (the poisoned output) or drifted between two runs. Wrong values on a clean run (a formula,
+    parameters, a layout) it cannot explain, and in the loop each diagnosis would pay a tool run (and a
+    -lineinfo build of a CUDA extension) for nothing; `kdebug diagnose` always runs it."""
+    sig = report.signature
+    return report.status in ("runtime_error", "timeout") or (sig is not None and sig.kind in ("nan", "drift")) \
+        or any(c.drift for c in report.checks)
+
+
 def diagnose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     """Localise and classify the failure of the current best version."""
     from debugger.diagnose import diagnose as run_diagnosis
@@ -61,7 +71,7 @@ def diagnose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     ev = _evaluation(state, ctx, state["best_src"])
     diag = run_diagnosis(case_of(state, state["best_src"]), ctx.device, evaluation=ev,
                          probes=ctx.instrumentation, experiments=True, experiment_budget=3, timeout=ctx.timeout,
-                         experiment_seconds=EXPERIMENT_SECONDS)
+                         experiment_seconds=EXPERIMENT_SECONDS, sanitizer=sanitizer_may_help(ev.report))
     d = diag.to_dict()
     d["prompt_text"] = diag.prompt_text()
     if diag.hypotheses:
