@@ -209,7 +209,10 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
             res = kd.run(["check", str(repaired), *device, *flags], opts.timeout, out)
             chk = res["json"] or {}
             row["check"] = {"verdict": chk.get("verdict"), "exit": res["exit"], "seconds": res["seconds"],
-                            "rules": sorted({f.get("rule") for f in chk.get("findings") or [] if f.get("rule")})}
+                            "rules": sorted({f.get("rule") for f in chk.get("findings") or [] if f.get("rule")}),
+                            # why it rejected: the findings that decide (a rejection read by hand needs them)
+                            "findings": [{k: f.get(k) for k in ("rule", "severity", "message", "line")}
+                                         for f in chk.get("findings") or [] if f.get("severity") == "reject"][:8]}
     return row
 
 
