@@ -50,7 +50,8 @@ _GLUE = (ops.GLUE_FUNCTIONS | ops.VIEW_METHODS | ops.META_METHODS | ops.INPLACE_
     "unsqueeze_copy resize resize_as empty_permuted new_empty_strided local_scalar_dense is_nonzero fill zero "
     "uniform normal bernoulli random exponential geometric cauchy log_normal randperm rand randn randint "
     "sym_size sym_stride sym_numel sym_storage_offset set detach_copy clone contiguous record_stream "
-    "assert_async assert_tensor_metadata functional_assert_async dim size stride getitem setitem".split()))
+    "assert_async assert_tensor_metadata functional_assert_async dim size stride getitem setitem index index_put "
+    "unsafe_index unsafe_index_put".split()))
 
 
 def aten_base(name: str) -> str:
