@@ -17,7 +17,9 @@ from debugger.knowledge.schema import KernelToml
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "kb" / "reference_kernels"
-KERNELS = sorted(d.name for d in ROOT.iterdir() if d.is_dir() and (d / "kernel.py").exists())
+KERNELS = sorted(d.name for d in ROOT.iterdir() if d.is_dir() and (d / "kernel.py").exists()
+                 and tomllib.loads((d / "kernel.toml").read_text()).get("language", "triton") == "triton")
+# (the CUDA ones, language = "cuda", are tests/test_cuda_reference_kernels.py's)
 
 CATEGORIES = {"elementwise", "reduction", "softmax", "norm", "matmul", "attention", "scan", "gather",
               "scatter", "pool", "conv", "loss", "fused"}

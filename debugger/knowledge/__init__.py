@@ -69,11 +69,11 @@ class KnowledgeBase:
 
     def search(self, query: str | None = None, *, symptoms=None, bug_class: str | None = None,
                operator: str | None = None, code: str | None = None, kind: str | None = None,
-               k: int = 5) -> list[Hit]:
+               k: int = 5, language: str | None = None) -> list[Hit]:
         """Patterns and reference kernels ranked for the query (see retrieve.search)."""
         self._ensure_indexed()
         return retrieve.search(self.index, query, symptoms=symptoms, bug_class=bug_class, operator=operator,
-                               code=code, kind=kind, k=k)
+                               code=code, kind=kind, k=k, language=language)
 
     def for_diagnosis(self, diagnosis: dict, candidate_src: str | None = None, k: int = 5) -> list[Hit]:
         """Patterns for a diagnosis (hypotheses, symptoms, error signature) and the candidate's code."""
@@ -81,7 +81,7 @@ class KnowledgeBase:
         return retrieve.for_diagnosis(self.index, diagnosis, candidate_src, k)
 
     def closest_reference_kernel(self, candidate_src: str, operator_hint: str | None = None) -> Hit | None:
-        """The reference kernel most like the candidate."""
+        """The reference kernel most like the candidate, in its language where the kb has one."""
         self._ensure_indexed()
         return retrieve.closest_reference_kernel(self.index, candidate_src, operator_hint)
 

@@ -23,16 +23,38 @@ from debugger.knowledge.loader import load_all
 from debugger.output import log
 from debugger.knowledge.schema import Pattern, ReferenceKernel
 
-INDEX_VERSION = "1"  # bump when the documents below change: every item is then re-embedded
+INDEX_VERSION = "2"  # bump when the documents below change: every item is then re-embedded
 TEXT, CODE = "kb_text", "kb_code"
 PATTERN, KERNEL = "pattern", "reference_kernel"
 KINDS = (PATTERN, KERNEL)
 
 
 def code_digest(src: str) -> str:
-    """The Triton kernel functions of a source (all of it if none), comments and layout dropped."""
-    functions = pysource.jit_functions(src) or [src]
-    return "\n".join(" ".join(t.text for t in pysource.tokens(f)) for f in functions)
+    """The kernel code of a source, layout dropped: its Triton kernel functions (comments dropped too),
+    else the CUDA sources it hands to load_inline, else all of it."""
+    functions = pysource.jit_functions(src)
+    if not functions:
+        cuda = cuda_sources(src)
+        if cuda:
+            return "\n".join(" ".join(c.split()) for c in cuda)
+    return "\n".join(" ".join(t.text for t in pysource.tokens(f)) for f in functions or [src])
+
+
+def cuda_sources(src: str) -> list[str]:
+    """The texts of the CUDA units a candidate compiles with load_inline (empty: none)."""
+    from debugger.lang.cuda import units
+
+    try:
+        return [u.source.text for u in units(src) if u.kernels]
+    except Exception:  # an unparsable file has no CUDA units to read
+        return []
+
+
+def language_of(src: str) -> str | None:
+    """The kernel language of a candidate: triton (a @triton.jit function), cuda (a load_inline kernel)."""
+    if pysource.jit_functions(src):
+        return "triton"
+    return "cuda" if cuda_sources(src) else None
 
 
 def pattern_documents(p: Pattern) -> tuple[str, str]:
@@ -46,7 +68,8 @@ def pattern_documents(p: Pattern) -> tuple[str, str]:
 
 def kernel_documents(k: ReferenceKernel) -> tuple[str, str]:
     """(text document, code document) of a reference kernel."""
-    text = (f"{k.operator} ({k.category}) reference Triton kernel: {k.description} "
+    lang = "CUDA" if k.language == "cuda" else k.language.capitalize()
+    text = (f"{k.operator} ({k.category}) reference {lang} kernel: {k.description} "
             f"Tags: {', '.join(k.tags)}.")
     return text, code_digest(k.kernel_src)
 
@@ -111,7 +134,7 @@ class KnowledgeIndex:
                     "kind": str, "id": str, "path": str, "content_hash": str, "bug_class": str,
                     "operators": str, "symptoms": str, "status": str, "occurrences": int,
                     "indexed_at": str, "title": str, "fix_recipe": str, "category": str,
-                    "apis": str, "has_template": int,
+                    "apis": str, "has_template": int, "language": str,
                 }, pk=("kind", "id"))
         return self._db
 
@@ -175,7 +198,7 @@ class KnowledgeIndex:
             text.upsert(ids=ids, documents=[d[0] for _, _, d in to_embed], metadatas=metadatas)
             code.upsert(ids=ids, documents=[d[1] for _, _, d in to_embed], metadatas=metadatas)
         if rows:
-            self.db["items"].upsert_all(rows, pk=("kind", "id"))
+            self.db["items"].upsert_all(rows, pk=("kind", "id"), alter=True)  # alter: an older index lacks language
         return {"added": counts["added"], "updated": counts["updated"], "removed": len(gone),
                 "unchanged": counts["unchanged"], "problems": loaded.problems}
 
@@ -189,7 +212,8 @@ class KnowledgeIndex:
                 "bug_class": p.bug_class, "operators": p.operators, "symptoms": p.symptoms,
                 "status": p.status, "occurrences": p.occurrences, "indexed_at": self._now(),
                 "title": p.title, "fix_recipe": p.fix_recipe, "category": None,
-                "apis": sorted(pysource.api_calls(p.example.before)), "has_template": int(p.template is not None)}
+                "apis": sorted(pysource.api_calls(p.example.before)), "has_template": int(p.template is not None),
+                "language": p.language}
 
     def _kernel_row(self, k: ReferenceKernel) -> dict:
         hash_ = f"{INDEX_VERSION}:{k.content_hash}"
@@ -197,7 +221,7 @@ class KnowledgeIndex:
                 "bug_class": None, "operators": [k.operator], "symptoms": [], "status": None,
                 "occurrences": None, "indexed_at": self._now(), "title": kernel_title(k),
                 "fix_recipe": None, "category": k.category, "apis": sorted(pysource.api_calls(k.kernel_src)),
-                "has_template": 0}
+                "has_template": 0, "language": k.language}
 
     # -- reading
 
@@ -211,6 +235,7 @@ class KnowledgeIndex:
         for r in self.db["items"].rows_where(where, args, order_by="kind, id"):
             for col in ("operators", "symptoms", "apis"):
                 r[col] = json.loads(r[col]) if isinstance(r[col], str) and r[col] else (r[col] or [])
+            r["language"] = r.get("language") or "triton"
             out.append(r)
         return out
 

@@ -118,8 +118,9 @@ def load_reference_kernel(folder: Path) -> ReferenceKernel:
         reference, kernel = raw["reference.py"].decode(), raw["kernel.py"].decode()
         check_kernelbench(reference, "reference.py", ("Model", "get_inputs", "get_init_inputs"))
         check_kernelbench(kernel, "kernel.py", ("ModelNew",))
-        if "triton" not in kernel:
-            raise ValueError("kernel.py: does not use triton")
+        marker = {"triton": "triton", "cuda": "load_inline"}.get(meta.language, meta.language)
+        if marker not in kernel:
+            raise ValueError(f"kernel.py: does not use {marker} (language {meta.language})")
     except tomllib.TOMLDecodeError as e:
         raise KnowledgeError(f"{folder}/kernel.toml: not valid TOML: {e}") from None
     except ValidationError as e:

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 
 from debugger import settings, symptoms as vocabulary
 from debugger.knowledge import pysource
-from debugger.knowledge.index import CODE, KERNEL, PATTERN, TEXT, KnowledgeIndex, chroma_id, code_digest
+from debugger.knowledge.index import (CODE, KERNEL, PATTERN, TEXT, KnowledgeIndex, chroma_id, code_digest,
+                                      language_of)
 
 WEIGHTS = {"text": 0.30, "code": 0.15, "bug_class": 0.30, "symptoms": 0.25, "operator": 0.10}
 
@@ -61,14 +62,16 @@ def jaccard(a: set, b: set) -> float:
 
 def search(index: KnowledgeIndex, query: str | None = None, *, symptoms=None, bug_class: str | None = None,
            operator: str | None = None, code: str | None = None, kind: str | None = None, k: int = 5,
-           class_weights: dict[str, float] | None = None) -> list[Hit]:
-    """The k best items for the query; `bug_class` and `kind` filter, everything else ranks."""
+           class_weights: dict[str, float] | None = None, language: str | None = None) -> list[Hit]:
+    """The k best items for the query; `bug_class`, `kind` and `language` filter, everything else ranks."""
     if kind not in (None, PATTERN, KERNEL):
         raise ValueError(f"kind must be {PATTERN!r} or {KERNEL!r}, not {kind!r}")
     tags = [s for s in (symptoms or []) if vocabulary.is_symptom(s)]
     rows = index.items(kind)
     if bug_class:
         rows = [r for r in rows if r["bug_class"] == bug_class]
+    if language:
+        rows = [r for r in rows if r["language"] == language]
     text = " ".join([query or ""] + [vocabulary.ALL[s] for s in tags]).strip()
     text_sim = index.similarities(TEXT, text, kind) if text else {}
     code_sim = index.similarities(CODE, code_digest(code), kind) if code else {}
@@ -155,6 +158,13 @@ def diversify(hits: list[Hit], k: int) -> list[Hit]:
 
 
 def closest_reference_kernel(index: KnowledgeIndex, candidate_src: str, operator_hint: str | None = None) -> Hit | None:
-    """The reference kernel most like the candidate (by code, and by operator where hinted)."""
-    hits = search(index, operator_hint, operator=operator_hint, code=candidate_src, kind=KERNEL, k=1)
+    """The reference kernel most like the candidate (by code, and by operator where hinted), in the
+    candidate's language (Triton or CUDA) where the knowledge base has one, else in any."""
+    hits = []
+    language = language_of(candidate_src)
+    if language:
+        hits = search(index, operator_hint, operator=operator_hint, code=candidate_src, kind=KERNEL, k=1,
+                      language=language)
+    if not hits:
+        hits = search(index, operator_hint, operator=operator_hint, code=candidate_src, kind=KERNEL, k=1)
     return hits[0] if hits else None

@@ -204,6 +204,9 @@ class KernelToml(BaseModel):
     category: str
     tags: list[str] = Field(default_factory=list)
     description: str = Field(min_length=1)
+    language: str = "triton"  # the kernel language of kernel.py: triton, or one of debugger.lang's
+
+    _known_language = field_validator("language")(FrontMatter._known_language.__func__)
 
     @field_validator("operator", "category")
     @classmethod
