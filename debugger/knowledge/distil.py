@@ -8,7 +8,8 @@ builtins, API keyword names); keywords and literals stay. A call argument the ed
 whose names the rule needs nowhere else, becomes a hole ($1, $2, ...) that matches any argument, so
 `tl.store(ptr + offs, value)` -> `tl.store(..., mask=m)` fits every store. Each placeholder records
 the role its name had (parameter, local with its definition, fresh name, global), so templates.py
-can bind the ones a match leaves open.
+can bind the ones a match leaves open. A fix made inside load_inline's CUDA strings is distilled the
+same way over the CUDA text (cudasource.py: C++ statements and tokens), as a template of language cuda.
 """
 from __future__ import annotations
 
@@ -221,39 +222,83 @@ def _definition(name: str, src: ParsedSource, func_span, abstractor: _Abstractor
             continue
         a, b = src.stmt_spans[k]
         toks = src.toks[a:b + 1]
-        if len(toks) > 2 and toks[0].text == name and toks[1].text == "=":
-            parts, pos = [], toks[2].start
-            for t in toks[2:]:
+        at = _assigned_at(toks, name, getattr(src, "language", "triton"))
+        if at is not None:
+            rhs = toks[at + 2:]
+            if getattr(src, "language", "triton") == "cuda" and rhs and rhs[-1].text == ";":
+                rhs = rhs[:-1]
+            if not rhs:
+                continue
+            parts, pos = [], rhs[0].start
+            for t in rhs:
                 if t.abstractable:
                     parts += [src.data[pos:t.start].decode(errors="replace"), abstractor.names.get(t.text, "$_")]
                     pos = t.end
-            parts.append(src.data[pos:toks[-1].end].decode(errors="replace"))
+            parts.append(src.data[pos:rhs[-1].end].decode(errors="replace"))
             return " ".join("".join(parts).split())
     return None
 
 
+def _assigned_at(toks, name: str, language: str) -> int | None:
+    """Where `name = ...` starts in a statement's tokens: at its start in Python; in CUDA also after the
+    declared type (`const int name = ...`: only names CUDA keeps and keywords before it)."""
+    reach = 1 if language != "cuda" else min(4, len(toks))
+    for p in range(reach):
+        if p + 2 < len(toks) and toks[p].text == name and toks[p + 1].text == "=" \
+                and not any(t.abstractable for t in toks[:p]):
+            return p
+    return None
+
+
 def extract_template(before_src: str, after_src: str) -> Template | None:
-    """The template of the edit before -> after, or None when both have the same statements."""
-    before, after = ParsedSource(before_src), ParsedSource(after_src)
-    rules = _rules(before, after)
-    if not rules:
+    """The template of the edit before -> after, or None when both have the same statements.
+
+    A fix inside the CUDA sources a candidate hands to load_inline is distilled over the CUDA text
+    (language cuda: C++ statements, CUDA's own names kept) when that template reproduces the whole fix;
+    otherwise, and for Triton, over the Python file."""
+    cuda = _cuda_template(before_src, after_src)
+    if cuda is not None:
+        return cuda
+    return _extract([(ParsedSource(before_src), ParsedSource(after_src))])
+
+
+def _cuda_template(before_src: str, after_src: str) -> Template | None:
+    """The template over the changed CUDA units, if the fix is all there (applying it to before gives after)."""
+    if "load_inline" not in before_src and "__global__" not in before_src:
         return None
+    from debugger.knowledge.cudasource import CudaParsedSource
+    from debugger.knowledge.templates import apply_template
+    from debugger.lang.cuda import units
+
+    before, after = units(before_src), units(after_src)
+    if not before or len(before) != len(after):
+        return None
+    pairs = [(CudaParsedSource(b.source.text), CudaParsedSource(a.source.text))
+             for b, a in zip(before, after) if b.source.text != a.source.text]
+    template = _extract(pairs, language="cuda") if pairs else None
+    return template if template is not None and after_src in apply_template(template, before_src) else None
+
+
+def _extract(pairs: list, language: str = "triton") -> Template | None:
+    """One template (one placeholder map) over the rules of every (before, after) pair of sources."""
     abstractor = _Abstractor()
     hunks, funcs = [], {}
-    for r in rules:
-        holes_b, holes_a = _holes(before, after, r)
-        b_text = abstractor.text(before, *r.before, holes_b) if r.before else ""
-        a_text = abstractor.text(after, *r.after, holes_a) if r.after else ""
-        above = abstractor.text(before, r.above, r.above) if r.above is not None else None
-        below = abstractor.text(before, r.below, r.below) if r.below is not None else None
-        b_text, a_text, above, below = _dedent([b_text, a_text, above, below])
-        hunks.append(TemplateHunk(before=b_text, after=a_text, above=above, below=below))
-        anchor = r.before[0] if r.before else (r.above if r.above is not None else r.below)
-        func = before.stmts[anchor].function if anchor is not None else None
-        for text in (b_text, a_text, above or "", below or ""):
-            for ph in NAME_RE.findall(text):
-                funcs.setdefault("$" + ph, func)
+    for before, after in pairs:
+        for r in _rules(before, after):
+            holes_b, holes_a = _holes(before, after, r)
+            b_text = abstractor.text(before, *r.before, holes_b) if r.before else ""
+            a_text = abstractor.text(after, *r.after, holes_a) if r.after else ""
+            above = abstractor.text(before, r.above, r.above) if r.above is not None else None
+            below = abstractor.text(before, r.below, r.below) if r.below is not None else None
+            b_text, a_text, above, below = _dedent([b_text, a_text, above, below])
+            hunks.append(TemplateHunk(before=b_text, after=a_text, above=above, below=below))
+            anchor = r.before[0] if r.before else (r.above if r.above is not None else r.below)
+            func = before.stmts[anchor].function if anchor is not None else None
+            for text in (b_text, a_text, above or "", below or ""):
+                for ph in NAME_RE.findall(text):
+                    funcs.setdefault("$" + ph, (before, func))
+    if not hunks:
+        return None
     inverse = {ph: name for name, ph in abstractor.names.items()}
-    names = {ph: _role(inverse[ph], before, funcs[ph], abstractor)
-             for ph in sorted(funcs, key=lambda p: (len(p), p))}
-    return Template(hunks=hunks, names=names)
+    names = {ph: _role(inverse[ph], *funcs[ph], abstractor) for ph in sorted(funcs, key=lambda p: (len(p), p))}
+    return Template(hunks=hunks, names=names, language=language)

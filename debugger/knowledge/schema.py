@@ -82,6 +82,8 @@ class Template(BaseModel):
     model_config = ConfigDict(extra="forbid")
     hunks: list[TemplateHunk] = Field(min_length=1)
     names: dict[str, TemplateName] = Field(default_factory=dict)
+    # what the hunks are written in: triton (the Python file), or cuda (the text of load_inline's sources)
+    language: Literal["triton", "cuda"] = "triton"
 
     @field_validator("names")
     @classmethod

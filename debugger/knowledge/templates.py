@@ -14,7 +14,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from debugger.knowledge import pysource
+from debugger.knowledge import cudasource, pysource
 from debugger.knowledge.distil import NAME_RE, extract_template, placeholder
 from debugger.knowledge.pysource import ParsedSource
 from debugger.knowledge.schema import Pattern, Template, TemplateHunk
@@ -33,17 +33,18 @@ __all__ = ["extract_template", "apply_template", "apply_template_sites", "canoni
 def canonical_edit(template: Template) -> list[str]:
     """The template's tokens, placeholders renumbered by first appearance (for de-duplication)."""
     order: dict[str, str] = {}
-    out: list[str] = []
+    out: list[str] = [] if template.language == "triton" else [f"language:{template.language}"]
     for h in template.hunks:
         for part, text in (("-", h.before), ("+", h.after)):
             out.append(part)
-            for kind, value in _pattern_tokens(text):
+            for kind, value in _pattern_tokens(text, template.language):
                 out.append(order.setdefault(value, placeholder(len(order))) if kind == "ph" else value)
     return out
 
 
-def _pattern_tokens(text: str) -> list[tuple[str, str]]:
-    """Template text as ('ph', '$A') / ('wild', '$_') / ('hole', '$1') / ('lit', key) tokens."""
+def _pattern_tokens(text: str, language: str = "triton") -> list[tuple[str, str]]:
+    """Template text as ('ph', '$A') / ('wild', '$_') / ('hole', '$1') / ('lit', key) tokens, read as
+    Python (triton) or as CUDA C++ (cuda)."""
     if not text.strip():
         return []
     kinds = {"_": "wild"}
@@ -54,7 +55,8 @@ def _pattern_tokens(text: str) -> list[tuple[str, str]]:
         return MARK.format(kind, "W" if sym == "_" else sym)
 
     out = []
-    for t in pysource.tokens(SYMBOL_RE.sub(mark, text)):
+    tokenize = cudasource.tokens if language == "cuda" else pysource.tokens
+    for t in tokenize(SYMBOL_RE.sub(mark, text)):
         m = re.fullmatch(r"__kb(ph|wild|hole)_(\w+?)__", t.text)
         if m:
             out.append((m.group(1), "$_" if m.group(1) == "wild" else "$" + m.group(2)))
@@ -142,8 +144,9 @@ class TemplateMatch:
 class _Applier:
     """One sweep over a target source with one choice of anchors and of role bindings."""
 
-    def __init__(self, template: Template, target: ParsedSource, prefer: str, level: int):
+    def __init__(self, template: Template, target, prefer: str, level: int):
         self.t = template
+        self.lang = template.language
         self.src = target
         self.level = level
         self.globals: dict[str, str] = {}
@@ -167,10 +170,10 @@ class _Applier:
             if not usable:
                 return None
             # the preferred anchor where it occurs in the target, else the other one
-            before, after = next((o for o in usable if self._occurs(_pattern_tokens(o[0]))), usable[0])
+            before, after = next((o for o in usable if self._occurs(_pattern_tokens(o[0], self.lang))), usable[0])
         fresh = any(self.t.names.get("$" + ph) is not None and self.t.names["$" + ph].role == "fresh"
                     for ph in NAME_RE.findall(after))
-        return _AppliedRule(k, _pattern_tokens(before), before, after, once=fresh)
+        return _AppliedRule(k, _pattern_tokens(before, self.lang), before, after, once=fresh)
 
     def _occurs(self, pattern) -> bool:
         return any(self._site(pattern, a, {}) is not None for a in self.starts)
@@ -222,7 +225,8 @@ class _Applier:
         line_start = self.src.line_starts[first_tok.line]
         if self.src.data[line_start:first_tok.start].strip():
             # the statement shares its line with another (`if c: x = 1`): edit from its first token
-            flat = "; ".join(ln.strip() for ln in text.splitlines() if ln.strip()) or "pass"
+            sep, empty = (" ", ";") if self.lang == "cuda" else ("; ", "pass")  # C statements end in ';' already
+            flat = sep.join(ln.strip() for ln in text.splitlines() if ln.strip()) or empty
             return _Edit(first_tok.start, last_tok.end, flat, first_tok.line + 1)
         if not text.strip():  # a deletion removes whole lines
             end = self.src.data.find(b"\n", last_tok.end)
@@ -259,7 +263,7 @@ class _Applier:
                             key=distance)
             return ranked[min(self.level, len(ranked) - 1)][1] if ranked else None
         if info.role == "local" and info.definition:
-            pattern = _pattern_tokens(f"{ph} = {info.definition}")
+            pattern = _pattern_tokens(f"{ph} = {info.definition}", self.lang)
             found = []
             for k, (a, _) in enumerate(self.src.stmt_spans):
                 if self.src.stmts[k].function == func_span:
@@ -300,18 +304,31 @@ def _edited(target: ParsedSource, edits: list[_Edit]) -> TemplateMatch | None:
     return TemplateMatch(new_src, sorted(e.line for e in edits))
 
 
+def _sweeps(template: Template, target) -> list[list[_Edit]]:
+    """The edit sets to try: every site (for each choice of anchors and role bindings), then, for a
+    one-rule template that matched several sites, each site alone (the learned bug may be at one)."""
+    sweeps = [_Applier(template, target, prefer, level).sweep() for level in (0, 1) for prefer in ("above", "below")]
+    sweeps = [edits for edits in sweeps if edits and _coherent(template, {e.hunk for e in edits})]
+    if len(template.hunks) == 1 and sweeps and len(sweeps[0]) > 1:
+        sweeps += [[e] for e in sweeps[0]]
+    return sweeps
+
+
 def apply_template_sites(template: Template | dict, src: str) -> list[TemplateMatch]:
     """Every distinct way the template rewrites `src` (at most MAX_CANDIDATES), most likely first.
 
     First every site rewritten (for each choice of anchors and role bindings); then, for a one-rule
     template that matched several sites, each site alone (the learned bug may be at one of them).
+    A cuda template is applied to the text of each CUDA unit and written back into the Python file's
+    strings (cudatemplates.py).
     """
     template = template if isinstance(template, Template) else Template.model_validate(template)
+    if template.language == "cuda":
+        from debugger.knowledge.cudatemplates import apply_cuda_template
+
+        return apply_cuda_template(template, src, _sweeps)[:MAX_CANDIDATES]
     target = ParsedSource(src)
-    sweeps = [_Applier(template, target, prefer, level).sweep() for level in (0, 1) for prefer in ("above", "below")]
-    sweeps = [edits for edits in sweeps if edits and _coherent(template, {e.hunk for e in edits})]
-    if len(template.hunks) == 1 and sweeps and len(sweeps[0]) > 1:
-        sweeps += [[e] for e in sweeps[0]]
+    sweeps = _sweeps(template, target)
     out: list[TemplateMatch] = []
     seen = {src}
     for edits in sweeps:

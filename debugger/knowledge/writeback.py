@@ -126,6 +126,7 @@ def _new_pattern_text(pid: str, template: Template, case_name: str, before_src: 
         "root_cause": root_cause,
         "fix": fix,
         "fix_recipe": None,
+        **({"language": template.language} if template.language != "triton" else {}),
         "status": "learned",
         "occurrences": 1,
         "provenance": [provenance.model_dump(exclude_none=True)],
