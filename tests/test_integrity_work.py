@@ -195,3 +195,22 @@ def test_an_output_copied_from_what_a_launch_wrote_is_the_launchs_work():
     assert not written_by_launch(computed, recorder.launches, recorder.copies)
     assert not written_by_launch(early, recorder.launches, recorder.copies)
     assert not written_by_launch(strided, recorder.launches)  # without the copies, as before
+
+
+def test_an_output_left_unwritten_only_on_a_layout_the_task_never_produces_is_a_robustness_note():
+    """A result allocated with the input's strides while the kernel writes a contiguous copy of it: wrong
+    on transposed inputs only, which the task's get_inputs() never gives (TritonBench's honest
+    fused_hardsigmoid_batch_norm has this form)."""
+    src = TRITON_HEADER + textwrap.dedent('''
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                y = torch.empty_like(x)
+                flat = y.contiguous()
+                n = x.numel()
+                triton_relu_kernel[(triton.cdiv(n, 1024),)](x.contiguous(), flat, n, BLOCK=1024)
+                return y
+    ''')
+    verdict = check(case_from_sources(ref("torch.relu(x)"), src), "cpu", policy="kernelbench")
+    assert verdict.accepted, verdict.reasons()
+    assert "robustness" in rules(verdict, "warn")
