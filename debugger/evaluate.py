@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from debugger import trace
+from debugger import gpu_check, trace
 from debugger.case import Case
 from debugger.records import CheckResult, ErrorSignature, EvalReport, OutputStats
 from debugger.sandbox import WorkerDied, WorkerTimeout, get_sandbox
@@ -178,7 +178,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
     deny = [str(p) for p in {case.reference_path.parent if case.reference_path else None,
                              case.candidate_path.parent if case.candidate_path else None} if p]
     setup = {"reference_src": case.reference_src, "candidate_src": case.candidate_src,
-             "deny_read": deny, "allow_write": [str(sandbox_cache_dir())]}
+             "deny_read": deny, "allow_write": [str(sandbox_cache_dir())], **gpu_check.setup_fields(device)}
 
     reference = sandbox.spawn("reference", setup)
     candidate = None
@@ -246,7 +246,12 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
                 pass
         if candidate is not None:
             report.log_tail = candidate.log_tail(2000)
-        return _finish(ev, t_start)
+        gpu = gpu_check.collect(candidate) if candidate is not None else []
+        ev = _finish(ev, t_start)
+        if gpu_check.failures(gpu):  # an interpreted kernel a GPU build rejects (debugger/gpu_check.py)
+            gpu_check.apply(ev.report, gpu)
+            ev.report.signature = _signature(ev.report)
+        return ev
     finally:
         reference.close()
         if candidate is not None:

@@ -7,6 +7,10 @@ from dataclasses import asdict, dataclass, field
 EVAL_STATUSES = ("pass", "mismatch", "compile_error", "runtime_error", "timeout", "invalid_input")
 
 
+# What a kernel the interpreter runs but a GPU build rejects adds to error_score: one failing check's worth,
+# so fixing either the values or the construct is progress.
+GPU_COMPILE_PENALTY = 1.0
+
 @dataclass
 class OutputStats:
     """How one output of one check compares with the reference."""
@@ -88,6 +92,7 @@ class EvalReport:
     verdict_note: str = ""  # why the two verdicts differ, when they do
     parameter_map: dict | None = None  # ModelNew <- Model tensor correspondence (debugger/params.py)
     sizes: dict = field(default_factory=dict)  # the sizes plan when not published (debugger/sizes.py)
+    gpu_compile: list = field(default_factory=list)  # interpreted kernels that do not compile for sm_90 (gpu_check.py)
 
     @property
     def passed(self) -> bool:
@@ -114,13 +119,16 @@ class EvalReport:
         """One number for 'how wrong': lower is better; 0 when passing. Used to measure progress."""
         if self.passed:
             return 0.0
+        gpu = GPU_COMPILE_PENALTY if self.gpu_compile else 0.0  # interpreted, but no GPU build (gpu_check.py)
+        if self.status == "compile_error" and gpu and not self.failed_checks:
+            return gpu
         if self.status in ("compile_error", "invalid_input"):
             return 1e9
         if self.status in ("runtime_error", "timeout"):
             return 1e8
         failed = self.failed_checks
         frac = sum((c.frac_wrong or 1.0) for c in failed) / max(1, len([c for c in self.checks if self.counts(c)]))
-        return len(failed) + frac
+        return len(failed) + frac + gpu
 
     def to_dict(self) -> dict:
         """JSON-ready dict (interface.md: status, checks[].passed, checks[].max_abs_err)."""

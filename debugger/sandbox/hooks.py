@@ -92,6 +92,7 @@ class LaunchRecorder:
         self.copies: list[dict] = []  # {"to": span, "from": [spans]} of each copy op, in order
         self._captured_bytes = 0
         self._patched = []
+        self.interpreted: dict = {}  # kernel + argument summary -> (function, summary) (gpu_compile.py)
 
     def reset(self, capture_writes: bool = False) -> None:
         self.launches, self.writes, self._captured_bytes, self.copies = [], [], 0, []
@@ -134,6 +135,8 @@ class LaunchRecorder:
                     kept["writers"].append(index)
 
     def install(self) -> None:
+        from debugger.sandbox.gpu_compile import snapshot_language
+        snapshot_language()  # triton.language before the interpreter patches it (gpu_compile.py)
         targets = []
         try:
             from triton.runtime.jit import JITFunction
@@ -155,6 +158,8 @@ class LaunchRecorder:
                 tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
                 name = str(getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?"))
                 recorder.launches.append({"kernel": name, "tensors": [list(storage_span(a)) for a in tensors]})
+                if type(self).__name__ == "InterpretedFunction":
+                    recorder.note_interpreted(self, name, args, kwargs)
                 index = len(recorder.launches) - 1
                 before = recorder._snapshot(tensors) if recorder.capture_writes else None
                 recorder.in_kernel += 1
@@ -229,6 +234,17 @@ class LaunchRecorder:
             module.__kdebug_recorded__ = True
         except (AttributeError, TypeError):
             pass
+
+    def note_interpreted(self, fn, name: str, args, kwargs) -> None:
+        """Keep an interpreted launch's kernel and argument types, to compile it for a GPU later."""
+        import json
+
+        from debugger.sandbox.gpu_compile import arg_summary, on_launch
+        summary = arg_summary(args, kwargs)
+        key = name + json.dumps(summary, sort_keys=True, default=str)
+        if key not in self.interpreted:
+            self.interpreted[key] = (fn, summary)
+            on_launch(fn, summary)  # compiled for sm_90 when the parent asked (gpu_compile.configure)
 
     def kernels(self) -> list[str]:
         return [l["kernel"] for l in self.launches]

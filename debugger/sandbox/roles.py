@@ -337,6 +337,9 @@ class CandidateRole:
         self.models: dict = {}
         self.pristine: list | None = None
         self.last_writes: list = []
+        if setup.get("gpu_compile"):  # compile each interpreted launch for sm_90 (gpu_compile.py)
+            from debugger.sandbox.gpu_compile import configure
+            configure(scratch / "gpu_compile.jsonl", setup.get("gpu_compile_skip"))
 
     def load_candidate(self) -> dict:
         _extension_build_dir(self.setup)

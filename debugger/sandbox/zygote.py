@@ -146,6 +146,8 @@ def main() -> None:
 
     _warm_dispatch_mode()
     if device == "cpu":
+        from debugger.sandbox.gpu_compile import snapshot_language
+        snapshot_language()  # before the warm-up kernel patches triton.language (gpu_compile.py)
         _warm_interpreter()
     conn = Connection(fd)
     signal.signal(signal.SIGCHLD, _reap)
