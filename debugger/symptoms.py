@@ -115,7 +115,10 @@ SANITIZER = {
     "sanitizer_unwritten_output": "initcheck: memory nothing wrote was copied out or read by PyTorch (an output left unwritten)",
 }
 
-ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC, **CUDA_STATIC, **SANITIZER}
+# A GPU build of an interpreted kernel (debugger/gpu_check.py; debugger/diagnose/compile_evidence.py).
+GPU_COMPILE = {"gpu_compile_error": "a kernel the run executed does not compile for a GPU (sm_90 code generation)"}
+
+ALL = {**ERROR_MAP, **MAGNITUDE, **DEPENDENCE, **PROBES, **STATIC, **CUDA_STATIC, **SANITIZER, **GPU_COMPILE}
 
 
 def is_symptom(tag: str) -> bool:

@@ -130,6 +130,9 @@ def run_hints(diagnosis: dict, context: dict) -> dict:
                 hints["dtype"] = o["dtype"]
     if context.get("atol") is not None:
         hints["tolerance"] = float(context["atol"])
+    gpu = [f.get("error") or "" for f in (diagnosis.get("evaluation") or {}).get("gpu_compile") or []]
+    if gpu:  # kernels the interpreter ran that a GPU build rejects (debugger/gpu_check.py)
+        hints["gpu_errors"] = gpu
     return hints
 
 

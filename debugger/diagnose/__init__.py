@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from debugger import lang
 from debugger.case import Case
-from debugger.diagnose import errormap, ranking, rewrite, semantics, static
+from debugger.diagnose import compile_evidence, errormap, ranking, rewrite, semantics, static
 from debugger.diagnose.experiments import run_experiments
 from debugger.evaluate import run_evaluation
 from debugger.recipes import propose_all
@@ -183,7 +183,8 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                 continue
             maps.append({"output": i, **_error_map(ref, run1, run2, case, blocks, device)})
         diag.error_maps[name] = maps
-    patches = propose_all(case.candidate_src)
+    compile_fails = compile_evidence.failures(report, device)  # a body a GPU build rejects
+    patches = propose_all(case.candidate_src, hints=compile_evidence.hints(report, device))
     from debugger.backends.mutations import mutations
 
     guesses = mutations(case.candidate_src)
@@ -200,6 +201,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         diag.localisation = run_localisation(case, report, device, timeout=timeout,
                                              launched=sorted(launched) if ev.observations else None)
     tags = _tags(diag, report, blocks) | {f"family:{f}" for f in families}
+    tags |= {compile_evidence.TAG} if compile_fails else set()
     sanitizer_findings: list[dict] = []
     if probes and sanitizer and device == "cuda" and report.failed_checks:  # compute-sanitizer on a failing check
         from debugger.diagnose.sanitizer import run_sanitizer
@@ -226,7 +228,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         diag.experiments += run_experiments(case, report, patches + guesses, order,
                                            device=device,
                                            budget=experiment_budget, timeout=timeout, seconds=experiment_seconds)
-    findings = list(sanitizer_findings)
+    findings = list(sanitizer_findings) + compile_evidence.findings(compile_fails, diag.recipe_sites)
     if experiments and report.status in ("mismatch", "runtime_error"):
         mode = semantics.eval_mode_experiment(case, report, device, timeout)
         if mode is not None:
@@ -246,5 +248,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     diag.symptoms = sorted(t for t in tags if not t.startswith("family:"))
     if report.status in ("mismatch", "runtime_error"):
         diag.needs_rewrite = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, diag.experiments))
+    if diag.needs_rewrite is None:
+        diag.needs_rewrite = compile_evidence.rewrite_verdict(compile_fails, _untried(patches + guesses, diag.experiments))
     diag.summary = _summary(diag, report)
     return diag

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 from debugger.backends.base import BackendError, source_hash
 from debugger.backends.edits import apply_edits
 from debugger.backends.ranking import diagnosis_features
+from debugger import gpu_check
 from debugger.case import Case, top_level_names
 from debugger.evaluate import repair_checks, run_evaluation
 from debugger.repair.state import RepairState, RunContext
@@ -235,7 +236,7 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
         ran = not any(c.status == "skipped" for c in screen.checks)
         score = screen.error_score()
         if ran and score > 0 and not screen.passed and not any(c.passed for c in screen.checks) \
-                and not _screen_progress(state, screen):
+                and not _screen_progress(state, screen) and not gpu_check.compiles_now(best, screen):
             # Judge progress on the same footing as the best version: the checks it failed. A screen
             # that turned some of them green, or left them less wrong, is progress: the full evaluation
             # below judges it, so a partial fix is kept and the next fault diagnosed on top of it (on the
