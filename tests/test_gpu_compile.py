@@ -1,0 +1,296 @@
+"""Would this compile on a GPU? sm_90 compiles of interpreted launches (debugger/sandbox/gpu_compile.py,
+debugger/gpu_check.py), the evidence and needs_rewrite (debugger/diagnose/compile_evidence.py), and the
+recipes for what only a GPU build rejects (debugger/recipes/gpu_compat.py), on kernels of our own."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from debugger.recipes import get, propose_all
+
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+
+# Each kernel passes on the interpreter (the construct sits in a runtime branch the inputs never take,
+# or numpy accepts it) and does not compile for sm_90. run(mode) launches it; expect(mode) is torch's answer.
+KERNELS = {
+    "div_rounding": (textwrap.dedent("""
+        @triton.jit
+        def div_round_kernel(x_ptr, y_ptr, out_ptr, n, mode, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            q = tl.load(x_ptr + offs, mask=mask, other=0.0) / tl.load(y_ptr + offs, mask=mask, other=1.0)
+            if mode == 1:
+                q = tl.math.trunc(q)
+            elif mode == 2:
+                q = tl.floor(q)
+            tl.store(out_ptr + offs, q, mask=mask)
+
+
+        def run(mode):
+            torch.manual_seed(0)
+            x, y = torch.randn(300) * 10, torch.rand(300) + 0.5
+            out = torch.empty_like(x)
+            div_round_kernel[(triton.cdiv(300, 128),)](x, y, out, 300, mode, BLOCK=128)
+            ref = torch.div(x, y, rounding_mode={0: None, 1: "trunc", 2: "floor"}[mode])
+            return (out - ref).abs().max().item()
+        """), "trunc_floor_ceil", "module 'triton.language.math' has no attribute 'trunc'"),
+    "quantize_rows": (textwrap.dedent("""
+        @triton.jit
+        def quantize_kernel(x_ptr, out_ptr, n_cols, stride, inv_scale, quantize, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            mask = cols < n_cols
+            x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+            if quantize != 0:
+                x = tl.math.trunc(x * inv_scale + 0.5 * inv_scale) / inv_scale
+            tl.store(out_ptr + row * stride + cols, x, mask=mask)
+
+
+        def run(mode):
+            torch.manual_seed(0)
+            x = torch.randn(6, 40) * 4
+            out = torch.empty_like(x)
+            quantize_kernel[(6,)](x, out, 40, 40, 3.0, mode, BLOCK=64)
+            ref = torch.trunc(x * 3.0 + 1.5) / 3.0 if mode else x
+            return (out - ref).abs().max().item()
+        """), "trunc_floor_ceil", "module 'triton.language.math' has no attribute 'trunc'"),
+    "branch_types": (textwrap.dedent("""
+        @triton.jit
+        def gate_kernel(x_ptr, out_ptr, n, thresh, scale, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+            keep = x > thresh
+            if scale > 0.0:
+                w = keep * scale
+            else:
+                w = keep
+            tl.store(out_ptr + offs, x * w, mask=mask)
+
+
+        def run(mode):
+            torch.manual_seed(0)
+            x = torch.randn(300)
+            out = torch.empty_like(x)
+            scale = 0.5 if mode else -1.0
+            gate_kernel[(3,)](x, out, 300, 0.1, scale, BLOCK=128)
+            ref = x * (x > 0.1) * (scale if scale > 0 else 1.0)
+            return (out - ref).abs().max().item()
+        """), "unify_branch_types", "Mismatched type for w between then block"),
+    "loop_carried": (textwrap.dedent("""
+        @triton.jit
+        def row_sum_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            acc = 0
+            for start in range(0, n_cols, BLOCK):
+                cols = start + tl.arange(0, BLOCK)
+                acc += tl.sum(tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0), axis=0)
+            tl.store(out_ptr + row, acc)
+
+
+        def run(mode):
+            torch.manual_seed(0)
+            x = torch.randn(5, 70)
+            out = torch.empty(5)
+            row_sum_kernel[(5,)](x, out, 70, 70, BLOCK=32)
+            return (out - x.sum(1)).abs().max().item()
+        """), "unify_branch_types", "Loop-carried variable acc has initial type int32"),
+}
+
+# Runs in a child process (TRITON_INTERPRET=1, the language snapshot taken first, as the sandbox's zygote
+# does): for each module, run(0) and run(1) on the interpreter, then the sm_90 compile of its kernel with
+# the arguments of its run(0) launch.
+PROBE = r"""
+import importlib.util, json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+from debugger.sandbox import gpu_compile
+gpu_compile.snapshot_language()
+from triton.runtime.interpreter import InterpretedFunction
+out = {}
+for name, path in json.loads(sys.argv[1]).items():
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    seen, original = [], InterpretedFunction.run
+    def run(self, *args, grid, warmup, **kwargs):
+        seen.append((self, gpu_compile.arg_summary(args, kwargs)))
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+    InterpretedFunction.run = run
+    row = {}
+    for mode in (0, 1):
+        try:
+            row[f"err{mode}"] = mod.run(mode)
+        except Exception as e:
+            row[f"err{mode}"] = f"{type(e).__name__}: {e}"
+    InterpretedFunction.run = original
+    row["compile"] = gpu_compile.compile_one(*seen[0])
+    out[name] = row
+print(json.dumps(out))
+"""
+
+
+def _probe(tmp_path, sources: dict) -> dict:
+    paths = {}
+    for name, src in sources.items():
+        paths[name] = str(tmp_path / f"{name}_{abs(hash(src))}.py")
+        with open(paths[name], "w") as f:
+            f.write(src)
+    env = dict(os.environ, TRITON_INTERPRET="1", TRITON_DEFAULT_FP_FUSION="1")
+    r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(paths)], capture_output=True, text=True,
+                       timeout=240, env=env, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory):
+    """Before: each kernel's interpreter results and its sm_90 compile; the recipe's patch with the
+    compiler's message as the run gives it; after: the same for the patched kernels."""
+    tmp = tmp_path_factory.mktemp("gpu-compile")
+    before = _probe(tmp, {n: HEADER + src for n, (src, _, _) in KERNELS.items()})
+    patched = {}
+    for name, (src, recipe, _) in KERNELS.items():
+        hints = {"gpu_errors": [before[name]["compile"]["error"]]}
+        patches = get(recipe).propose(HEADER + src, hints)
+        patched[name] = patches[0].new_src if patches else None
+    after = _probe(tmp, {n: s for n, s in patched.items() if s is not None})
+    return before, patched, after
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_recipe_makes_kernel_compile_for_sm90(fixed, name):
+    before, patched, after = fixed
+    _, recipe, message = KERNELS[name]
+    b = before[name]
+    assert b["err0"] < 1e-5, b  # the interpreter passes it
+    assert b["compile"]["ok"] is False and message in b["compile"]["error"], b["compile"]
+    assert b["compile"]["line"] is not None
+    assert patched[name] is not None, f"{recipe} proposed nothing"
+    a = after[name]
+    assert a["compile"]["ok"] is True, a["compile"]
+    assert a["err0"] < 1e-5 and a["err1"] < 1e-5, a  # same values, also on the branch the GPU needs
+
+
+def test_gpu_compile_recipes_need_evidence():
+    """No compiler message, no type unification; a kernel without trunc gets no trunc edit."""
+    src = HEADER + KERNELS["branch_types"][0]
+    assert get("unify_branch_types").propose(src, {}) == []
+    assert get("trunc_floor_ceil").propose(src, {}) == []
+    assert [p.recipe for p in propose_all(HEADER + KERNELS["div_rounding"][0])
+            if p.bug_class == "gpu_incompatible"] == ["trunc_floor_ceil"]
+
+
+REFERENCE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, x, y):
+            return torch.div(x, y, rounding_mode="floor")
+
+
+    def get_inputs():
+        return [torch.randn(300) * 10, torch.rand(300) + 0.5]
+
+
+    def get_init_inputs():
+        return []
+    """)
+
+CANDIDATE = HEADER + textwrap.dedent("""
+    @triton.jit
+    def div_round_kernel(x_ptr, y_ptr, out_ptr, n, mode, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        q = tl.load(x_ptr + offs, mask=mask, other=0.0) / tl.load(y_ptr + offs, mask=mask, other=1.0)
+        if mode == 1:
+            q = tl.math.trunc(q)
+        elif mode == 2:
+            q = tl.floor(q)
+        tl.store(out_ptr + offs, q, mask=mask)
+
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x, y):
+            x, y = x.contiguous(), y.contiguous()
+            out = torch.empty_like(x)
+            n = x.numel()
+            div_round_kernel[(triton.cdiv(n, 128),)](x, y, out, n, 2, BLOCK=128)
+            return out
+    """)
+
+
+def test_interpreter_pass_that_cannot_compile_is_a_compile_error(tmp_path):
+    """Through the sandbox: the interpreter passes every check, the report says compile_error with the
+    compiler's message and the kernel line; the recipe's repair passes with nothing to report."""
+    from tests.conftest import write_case
+
+    from debugger.case import load_case
+    from debugger.evaluate import evaluate, quick_checks
+
+    checks = quick_checks()[:2]
+    case = load_case(write_case(tmp_path / "case", REFERENCE, CANDIDATE))
+    r = evaluate(case, "cpu", checks=checks, timeout=120)
+    assert all(c.passed for c in r.checks), r.message
+    assert r.status == "compile_error" and not r.passed, r.message
+    assert "does not compile for sm_90" in r.message and "trunc" in r.message
+    assert r.gpu_compile and r.gpu_compile[0]["line"] == CANDIDATE.splitlines().index(
+        "        q = tl.math.trunc(q)") + 1
+    assert all(v["status"] == "compile_error" for v in r.verdicts.values())
+    assert 0 < r.error_score() < 1.5  # the values are right: closer than any failing check
+
+    repaired = get("trunc_floor_ceil").propose(CANDIDATE)[0].new_src
+    case2 = load_case(write_case(tmp_path / "fixed", REFERENCE, repaired))
+    r2 = evaluate(case2, "cpu", checks=checks, timeout=120)
+    assert r2.status == "pass" and r2.gpu_compile == [], r2.message
+
+
+def _gpu_report(message: str) -> dict:
+    return {"status": "compile_error", "gpu_compile": [],
+            "checks": [{"name": n, "status": "compile_error", "passed": False, "message": message}
+                       for n in ("seed0", "seed1")]}
+
+
+def test_body_that_cannot_compile_needs_rewrite_when_no_recipe_applies():
+    from debugger.backends.kb import run_hints
+    from debugger.diagnose import compile_evidence
+
+    slices = _gpu_report("seed0: CompilationError: ValueError('unsupported tensor index: slice')")
+    fails = compile_evidence.failures(slices, "cuda")
+    assert fails and compile_evidence.failures(slices, "cpu") == []
+    verdict = compile_evidence.rewrite_verdict(fails, untried=[])
+    assert verdict["reason"] == "body_cannot_compile" and "unsupported tensor index" in verdict["evidence"][0]
+    finding = compile_evidence.findings(fails, [])[0]
+    assert finding["bug_class"] == "gpu_incompatible" and finding["score"] > 0
+
+    # a recipe that rewrites the construct is tried first: no verdict while one is untried
+    src = HEADER + KERNELS["branch_types"][0]
+    loop = _gpu_report("seed0: CompilationError: AssertionError('Mismatched type for w between then block "
+                       "(<['128'], fp32>) and else block (<['128'], int1>)')")
+    patches = propose_all(src, hints=compile_evidence.hints(loop, "cuda"))
+    untried = [{"recipe": p.recipe, "bug_class": p.bug_class} for p in patches]
+    assert "unify_branch_types" in {p["recipe"] for p in untried}
+    assert compile_evidence.rewrite_verdict(compile_evidence.failures(loop, "cuda"), untried) is None
+
+    # on the CPU the messages reach the kb's recipes from the report's gpu_compile
+    cpu = {"evaluation": {"checks": [], "gpu_compile": [{"kernel": "k", "line": 3, "error": "boom"}]}}
+    assert run_hints(cpu, {})["gpu_errors"] == ["boom"]
+
+
+def test_gpu_compile_counts_in_error_score():
+    from debugger.records import CheckResult, EvalReport
+
+    passing = [CheckResult(name="seed0", kind="seed", passed=True, status="pass")]
+    failing = [CheckResult(name="seed0", kind="seed", passed=False, status="mismatch", frac_wrong=0.5)]
+    only_gpu = EvalReport(status="compile_error", checks=passing, gpu_compile=[{"kernel": "k"}])
+    both = EvalReport(status="mismatch", checks=failing, gpu_compile=[{"kernel": "k"}])
+    values = EvalReport(status="mismatch", checks=failing)
+    assert 0 < only_gpu.error_score() < values.error_score() < both.error_score() < 1e8
+    assert EvalReport(status="compile_error", checks=failing).error_score() >= 1e9
