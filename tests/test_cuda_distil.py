@@ -1,12 +1,13 @@
 """Distillation for CUDA: a verified fix inside load_inline's CUDA strings becomes a learned template
 (language cuda) that re-applies to another CUDA kernel with the same fault.
 
-The fault: the host function launches `n / threads` blocks (floor division), so the tail past the
+The first fault: the host function launches `n / threads` blocks (floor division), so the tail past the
 last whole block is never computed (grid_undercount; the recipe cuda_ceil_div_grid fixes it). The fix
 of kernel A (the recipe's own patch) is recorded into a temporary knowledge base; its learned pattern
 is loaded back from the file, and its TemplateRecipe repairs kernel B (another operator, other names,
-other launch) exactly as the recipe and a hand fix do. On a GPU (`-m gpu`): kdebug's evaluation on
-device cuda fails B and passes the re-applied patch.
+other launch) exactly as the recipe and a hand fix do. The second, a rewrite of several statements: a
+__half accumulator (cuda_float_accumulator) learned on a row sum re-applies to a column sum. On a GPU
+(`-m gpu`): kdebug's evaluation on device cuda fails each B and passes the re-applied patch.
 """
 from __future__ import annotations
 
@@ -125,6 +126,93 @@ def get_init_inputs():
 '''
 
 A_BEFORE, B_BEFORE = HEAD + A_CUDA, HEAD + B_CUDA
+
+# A second fault, several statements: a __half accumulator (float_accumulator's cuda_float_accumulator).
+# A sums rows (its accumulator inside an if block), B sums columns (an early return, other names, r++).
+HALF_HEAD = HEAD + "#include <cuda_fp16.h>\n"
+HALF_A = HALF_HEAD + '''
+__global__ void row_total(const __half* x, __half* y, int rows, int cols) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < rows) {
+        __half acc = __float2half(0.0f);
+        for (int j = 0; j < cols; ++j) {
+            acc = __hadd(acc, x[row * cols + j]);
+        }
+        y[row] = acc;
+    }
+}
+
+torch::Tensor row_sum(torch::Tensor x) {
+    int rows = x.size(0), cols = x.size(1);
+    auto y = torch::empty({rows}, x.options());
+    const int threads = 64;
+    row_total<<<(rows + threads - 1) / threads, threads>>>((const __half*)x.data_ptr<at::Half>(), (__half*)y.data_ptr<at::Half>(), rows, cols);
+    return y;
+}
+"""
+
+cpp_src = "torch::Tensor row_sum(torch::Tensor x);"
+ext = load_inline(name="kdebug_distil_half_rows", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["row_sum"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.row_sum(x.contiguous())
+'''
+HALF_B = HALF_HEAD + '''
+__global__ void col_total(const __half* __restrict__ inp, __half* __restrict__ res, int n_rows, int n_cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= n_cols) return;
+    __half total = __float2half(0.0f);
+    for (int r = 0; r < n_rows; r++) {
+        total = __hadd(total, inp[r * n_cols + c]);
+    }
+    res[c] = total;
+}
+
+torch::Tensor col_sum(torch::Tensor inp) {
+    int n_rows = inp.size(0), n_cols = inp.size(1);
+    auto res = torch::empty({n_cols}, inp.options());
+    col_total<<<(n_cols + 127) / 128, 128>>>((const __half*)inp.data_ptr<at::Half>(), (__half*)res.data_ptr<at::Half>(), n_rows, n_cols);
+    return res;
+}
+"""
+
+cpp_src = "torch::Tensor col_sum(torch::Tensor inp);"
+ext = load_inline(name="kdebug_distil_half_cols", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["col_sum"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.col_sum(x.contiguous())
+'''
+HALF_B_REFERENCE = '''import torch
+import torch.nn as nn
+
+ROWS = 2000
+COLS = 300
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=0)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS).half()]
+
+
+def get_init_inputs():
+    return []
+'''
+HALF_B_HAND_FIX = HALF_B.replace(
+    "#include <cuda_fp16.h>\n",
+    "#include <cuda_fp16.h>\n__device__ __forceinline__ float kdebug_to_float(float v) { return v; }\n"
+    "__device__ __forceinline__ float kdebug_to_float(__half v) { return __half2float(v); }\n").replace(
+    "    __half total = __float2half(0.0f);\n",
+    "    __half total = __float2half(0.0f);\n    float acc_f = kdebug_to_float(total);\n").replace(
+    "        total = __hadd(total, inp[r * n_cols + c]);\n    }\n",
+    "        acc_f += kdebug_to_float(inp[r * n_cols + c]);\n    }\n    total = __float2half(acc_f);\n")
 B_HAND_FIX = B_BEFORE.replace("int num_blocks = total / block_size;",
                               "int num_blocks = (total + block_size - 1) / block_size;")
 DIAGNOSIS = {"hypotheses": [{"bug_class": "grid_undercount", "confidence": 0.9,
@@ -183,6 +271,21 @@ def test_learned_cuda_template_repairs_another_kernel(tmp_path):
     assert (again["action"], again["id"], again["occurrences"]) == ("merged", result["id"], 2)
 
 
+def test_a_learned_several_statement_cuda_fix_repairs_another_kernel():
+    fixed_a = RECIPES["cuda_float_accumulator"].propose(HALF_A, {})[0].new_src
+    template = extract_template(HALF_A, fixed_a)
+    assert template.language == "cuda" and len(template.hunks) == 4  # the helpers, float copy, loop, write-back
+    assert fixed_a in apply_template(template, HALF_A)  # (one of the ways of placing the helpers)
+    [repaired] = apply_template(template, HALF_B)
+    assert repaired == HALF_B_HAND_FIX
+    # the recipe's own fix of B, but for the name of the float accumulator and a blank line
+    by_recipe = RECIPES["cuda_float_accumulator"].propose(HALF_B, {})[0].new_src
+    assert repaired.replace("acc_f", "total_f").split() == by_recipe.split()
+    cuda = lang.get("cuda")
+    assert "cuda_half_accumulator" in {f.tag for f in cuda.static_facts(HALF_B)}
+    assert "cuda_half_accumulator" not in {f.tag for f in cuda.static_facts(repaired)}
+
+
 def _has_cuda() -> bool:
     import torch
 
@@ -203,3 +306,17 @@ def test_reapplied_template_passes_evaluation_on_the_gpu():
     assert (before.status, after.status) == ("fail", "pass"), f"{after.message} {failed}"
     a_after = evaluate(case_from_sources(A_REFERENCE, recipe_fix(A_BEFORE), name="affine_fixed"), device="cuda")
     assert a_after.status == "pass", a_after.message  # the learned fix was a verified one
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_cuda(), reason="the CUDA kernels run on a GPU")
+def test_reapplied_float_accumulator_passes_evaluation_on_the_gpu():
+    from debugger.case import case_from_sources
+    from debugger.evaluate import evaluate
+
+    template = extract_template(HALF_A, RECIPES["cuda_float_accumulator"].propose(HALF_A, {})[0].new_src)
+    [repaired] = apply_template(template, HALF_B)
+    before = evaluate(case_from_sources(HALF_B_REFERENCE, HALF_B, name="half_cols_before"), device="cuda")
+    after = evaluate(case_from_sources(HALF_B_REFERENCE, repaired, name="half_cols_repaired"), device="cuda")
+    failed = [(c.name, c.status, c.message) for c in after.checks if not c.passed]
+    assert (before.status, after.status) == ("fail", "pass"), f"{after.message} {failed}"

@@ -3,7 +3,8 @@
 `CudaParsedSource` offers what distil.py and templates.py read from a `ParsedSource` (tokens, statement
 spans, lines, the enclosing function's parameters and their uses), over the tree-sitter CUDA grammar.
 A statement is a simple statement (declaration, expression, return, ...) or the header of a compound
-one (`for (...)`, `if (...)`, a function's signature); braces belong to no statement. An identifier is
+one (`for (...)`, `if (...)`, a function's signature); each brace of a block is a statement of its own,
+so a rule's text (whole lines) never takes in a brace its statements do not hold. An identifier is
 abstractable (may become a placeholder $A) unless it is CUDA's or C's own: the thread and block
 builtins, intrinsics (`__syncthreads`, `__shfl_down_sync`, ...), atomics, math functions, `std`,
 `torch`, `at`, `c10`, `TORCH_CHECK`, names qualified by a namespace (`torch::empty`). Field names (`threadIdx.x`'s `x`), types and literals never are.
@@ -118,8 +119,12 @@ def statements(tree: tree_sitter.Tree) -> list[Statement]:
                 if body is None or c.start_byte >= body.start_byte:
                     handle(c, inner)
         elif node.type in CONTAINERS:
-            for c in node.named_children:
-                handle(c, func)
+            braces = [c for c in node.children if c.type in ("{", "}")] if node.type == "compound_statement" else []
+            for c in sorted(node.named_children + braces, key=lambda n: n.start_byte):
+                if c.type in ("{", "}"):  # a brace is a statement of its own: a rule never spans one
+                    out.append(Statement(c.start_byte, c.end_byte, c.start_point[0], c.end_point[0], func))
+                else:
+                    handle(c, func)
 
     handle(tree.root_node, None)
     return out
