@@ -36,7 +36,7 @@ KERNELS = {
             div_round_kernel[(triton.cdiv(300, 128),)](x, y, out, 300, mode, BLOCK=128)
             ref = torch.div(x, y, rounding_mode={0: None, 1: "trunc", 2: "floor"}[mode])
             return (out - ref).abs().max().item()
-        """), "trunc_floor_ceil", "module 'triton.language.math' has no attribute 'trunc'"),
+        """), "tl_math_substitute", "module 'triton.language.math' has no attribute 'trunc'"),
     "quantize_rows": (textwrap.dedent("""
         @triton.jit
         def quantize_kernel(x_ptr, out_ptr, n_cols, stride, inv_scale, quantize, BLOCK: tl.constexpr):
@@ -56,7 +56,28 @@ KERNELS = {
             quantize_kernel[(6,)](x, out, 40, 40, 3.0, mode, BLOCK=64)
             ref = torch.trunc(x * 3.0 + 1.5) / 3.0 if mode else x
             return (out - ref).abs().max().item()
-        """), "trunc_floor_ceil", "module 'triton.language.math' has no attribute 'trunc'"),
+        """), "tl_math_substitute", "module 'triton.language.math' has no attribute 'trunc'"),
+    "gelu_tanh": (textwrap.dedent("""
+        @triton.jit
+        def gelu_kernel(x_ptr, out_ptr, n, approximate, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+            if approximate == 0:
+                y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+            else:
+                y = 0.5 * x * (1.0 + tl.math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+            tl.store(out_ptr + offs, y, mask=mask)
+
+
+        def run(mode):
+            torch.manual_seed(0)
+            x = torch.randn(300) * 3
+            out = torch.empty_like(x)
+            gelu_kernel[(3,)](x, out, 300, mode, BLOCK=128)
+            ref = torch.nn.functional.gelu(x, approximate="tanh" if mode else "none")
+            return (out - ref).abs().max().item()
+        """), "tl_math_substitute", "module 'triton.language.math' has no attribute 'tanh'"),
     "branch_types": (textwrap.dedent("""
         @triton.jit
         def gate_kernel(x_ptr, out_ptr, n, thresh, scale, BLOCK: tl.constexpr):
@@ -178,9 +199,9 @@ def test_gpu_compile_recipes_need_evidence():
     """No compiler message, no type unification; a kernel without trunc gets no trunc edit."""
     src = HEADER + KERNELS["branch_types"][0]
     assert get("unify_branch_types").propose(src, {}) == []
-    assert get("trunc_floor_ceil").propose(src, {}) == []
+    assert get("tl_math_substitute").propose(src, {}) == []
     assert [p.recipe for p in propose_all(HEADER + KERNELS["div_rounding"][0])
-            if p.bug_class == "gpu_incompatible"] == ["trunc_floor_ceil"]
+            if p.bug_class == "gpu_incompatible"] == ["tl_math_substitute"]
 
 
 REFERENCE = textwrap.dedent("""
@@ -246,7 +267,7 @@ def test_interpreter_pass_that_cannot_compile_is_a_compile_error(tmp_path):
     assert all(v["status"] == "compile_error" for v in r.verdicts.values())
     assert 0 < r.error_score() < 1.5  # the values are right: closer than any failing check
 
-    repaired = get("trunc_floor_ceil").propose(CANDIDATE)[0].new_src
+    repaired = get("tl_math_substitute").propose(CANDIDATE)[0].new_src
     case2 = load_case(write_case(tmp_path / "fixed", REFERENCE, repaired))
     r2 = evaluate(case2, "cpu", checks=checks, timeout=120)
     assert r2.status == "pass" and r2.gpu_compile == [], r2.message

@@ -16,7 +16,7 @@ from debugger.recipes.batchnorm_train import BatchNormBatchStats
 from debugger.recipes.bounds import MaskBoundNumel
 from debugger.recipes.control import DropEarlyReturn
 from debugger.recipes.fills import MaskPaddedLanes, OtherIdentity
-from debugger.recipes.gpu_compat import TruncToFloorCeil, UnifyBranchTypes
+from debugger.recipes.gpu_compat import MissingMathFunction, UnifyBranchTypes
 from debugger.recipes.gpu_faults import AtomicReadModifyWrite, Int64OffsetTerms, TwoLaunchCarry
 from debugger.recipes.grid import BlockCoversRow, GridCdiv, SwapProgramIdAxis
 from debugger.recipes.layout import DotIeeePrecision, DotOperandTranspose, ContiguousView
@@ -45,7 +45,7 @@ _ALL: list[Recipe] = [
     # elementwise math
     ActivationConstant(), GeluVariant(), StableActivation(), DropRepeatedTransform(),
     Int64OffsetTerms(), AtomicReadModifyWrite(), TwoLaunchCarry(),  # faults only a GPU shows (gpu_faults.py)
-    TruncToFloorCeil(), UnifyBranchTypes(),  # what only a GPU build rejects (gpu_compat.py)
+    MissingMathFunction(), UnifyBranchTypes(),  # what only a GPU build rejects (gpu_compat.py)
 ]
 
 RECIPES: dict[str, Recipe] = {r.id: r for r in _ALL}

@@ -3,8 +3,9 @@
 The interpreter executes a kernel's Python body with numpy, so it accepts what Triton's code generator
 refuses. Two mechanical rewrites, each a compile error on sm_90 before and a kernel that compiles
 and computes the same values after:
-- `tl.math.trunc(x)` / `tl.trunc(x)` (no such function in triton.language; numpy has one):
-  `tl.where(x >= 0, tl.floor(x), tl.ceil(x))`.
+- math functions triton.language does not have (numpy, which the interpreter calls, has them):
+  `tl.math.trunc(x)` -> `tl.where(x >= 0, tl.floor(x), tl.ceil(x))`, `tl.math.tanh(x)` ->
+  `2 * tl.sigmoid(2 * x) - 1` (libdevice's would fail on the interpreter).
 - A value whose type differs between the branches of a runtime `if` ("Mismatched type for NAME
   between then block (fp32) and else block (int1)") or between a loop's entry and its body
   ("Loop-carried variable NAME has initial type int32 but is re-assigned to fp32"): the other
@@ -19,7 +20,9 @@ import re
 from debugger.recipes.base import Edit, Recipe
 from debugger.recipes.syntax import Node, Source, line, target_names, text, walk
 
-TRUNC = ("tl.trunc",)  # Source.canonical folds tl.math.trunc into tl.trunc
+# Source.canonical folds tl.math.NAME into tl.NAME. x: the argument's text, parenthesised when compound.
+MISSING = {"tl.trunc": "{tl}.where({x} >= 0, {tl}.floor({x}), {tl}.ceil({x}))",
+           "tl.tanh": "(2.0 * {tl}.sigmoid(2.0 * {x}) - 1.0)"}
 BRANCH = re.compile(r"Mismatched type for (\w+) between then block \((.+?)\) and else block \((.+?)\)")
 LOOP = re.compile(r"Loop[- ]carried variable (\w+) has initial type (.+?) but is re-assigned to (.+?) in loop")
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i1": "int1",
@@ -32,25 +35,26 @@ def _simple(node: Node) -> bool:
                          "float")
 
 
-class TruncToFloorCeil(Recipe):
-    id = "trunc_floor_ceil"
+class MissingMathFunction(Recipe):
+    id = "tl_math_substitute"
     bug_classes = ("gpu_incompatible",)
     symptoms = ("gpu_compile_error",)
-    description = "tl.math.trunc does not exist for a GPU build: tl.where(x >= 0, tl.floor(x), tl.ceil(x))."
+    description = ("tl.math.trunc / tl.math.tanh do not exist for a GPU build: the same value from functions "
+                   "that do (floor/ceil by sign; 2 * sigmoid(2x) - 1).")
 
     def _propose(self, s: Source, hints: dict):
         edits, lines = [], []
         tl = _tl(s)
         for k in s.kernels:
-            for call in k.calls(*TRUNC):
+            for call in k.calls(*MISSING):
                 args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
                 if len(args) != 1 or args[0].type == "keyword_argument":
                     continue
                 x = text(args[0]) if _simple(args[0]) else f"({text(args[0])})"
-                edits.append(Edit.replace(call, f"{tl}.where({x} >= 0, {tl}.floor({x}), {tl}.ceil({x}))"))
+                edits.append(Edit.replace(call, MISSING[s.call_name(call)].format(tl=tl, x=x)))
                 lines.append(str(line(call)))
         if edits:
-            yield self.patch(s, edits, f"trunc as floor/ceil by sign at line(s) {', '.join(lines)}")
+            yield self.patch(s, edits, f"tl.math functions a GPU build lacks rewritten at line(s) {', '.join(lines)}")
 
 
 def _tl(s: Source) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import re
 import signal
 import time
 import types
@@ -165,21 +164,22 @@ def _sources(fn) -> str:
 
 
 def _kernel_line(error: BaseException, raw) -> int | None:
-    """The candidate file's line the compiler names (CompilationError carries the node), else None."""
-    node = getattr(error, "node", None)
-    src = getattr(error, "src", None)
-    if node is not None and hasattr(node, "lineno"):
+    """The candidate file's line the compiler names: CompilationError carries the AST node, numbered from
+    the `def` line of the function it compiled (the kernel, or a @jit helper it calls: its source says which)."""
+    node, src = getattr(error, "node", None), getattr(error, "src", None) or ""
+    if node is None or not hasattr(node, "lineno"):
+        return None
+    head = next((l.strip() for l in src.splitlines() if l.strip().startswith("def ")), None)
+    helpers = [v.fn for v in raw.__globals__.values() if type(v).__name__ == "InterpretedFunction"]
+    for fn in [raw] + helpers:
         try:
-            first = raw.__code__.co_firstlineno
-            # Triton's source starts at the `def` line (decorators dropped): node.lineno counts from there.
-            import inspect
-            lines, start = inspect.getsourcelines(raw)
-            deco = next((i for i, l in enumerate(lines) if l.lstrip().startswith("def ")), 0)
-            return start + deco + node.lineno - 1 if src is not None or first else None
+            lines, start = inspect.getsourcelines(fn)
         except (OSError, TypeError):
-            return None
-    m = re.search(r'File "[^"]*", line (\d+)', str(error))
-    return int(m.group(1)) if m else None
+            continue
+        at = next((i for i, l in enumerate(lines) if l.lstrip().startswith("def ")), 0)
+        if head is None or lines[at].strip() == head:
+            return start + at + node.lineno - 1
+    return None
 
 
 def _message(e: BaseException) -> str:
