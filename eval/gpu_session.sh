@@ -25,7 +25,8 @@ if ls .whl/*.whl > /dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     $(ls .whl/*.whl .whl/test/*.whl 2>/dev/null | grep -v '/kdebug-') > "$OUT/install.log" 2>&1 \
     || { cat "$OUT/install.log"; exit 3; }
-  export KDEBUG_SITE_READY=1 PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+  export KDEBUG_SITE_READY=1  # a job that imports kdebug from the checkout sets PYTHONPATH="$PWD:/tmp/site"
+  # itself: set here, it would shadow the installed wheel gpu_parallel.sh checks it runs
 fi
 names=()
 while IFS= read -r line; do
