@@ -138,3 +138,26 @@ def test_integrity_gate_accepts_on_the_gpu(name):
     folder = ROOT / name
     verdict = check(load_case(folder / "kernel.py", folder / "reference.py"), device="cuda", policy="strict")
     assert verdict.verdict == "accept", verdict.reasons()
+
+
+def test_an_index_built_before_languages_is_brought_up_to_date(tmp_path):
+    import sqlite_utils
+
+    from debugger.knowledge.index import KnowledgeIndex
+
+    for name in ("softmax", "cuda_softmax"):
+        shutil.copytree(ROOT / name, tmp_path / "kb" / "reference_kernels" / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "data").mkdir()
+    old = sqlite_utils.Database(tmp_path / "data" / "kb.db")  # the items table as INDEX_VERSION 1 made it
+    old["items"].create({"kind": str, "id": str, "path": str, "content_hash": str, "bug_class": str,
+                         "operators": str, "symptoms": str, "status": str, "occurrences": int, "indexed_at": str,
+                         "title": str, "fix_recipe": str, "category": str, "apis": str, "has_template": int},
+                        pk=("kind", "id"))
+    old["items"].insert({"kind": "reference_kernel", "id": "softmax", "path": "old", "content_hash": "1:old",
+                         "operators": "[]", "symptoms": "[]", "apis": "[]"})
+    index = KnowledgeIndex(tmp_path / "data")
+    index.embedder = None
+    result = index.reindex(tmp_path / "kb")
+    assert (result["added"], result["updated"], result["problems"]) == (1, 1, [])
+    assert {r["id"]: r["language"] for r in index.items()} == {"softmax": "triton", "cuda_softmax": "cuda"}
