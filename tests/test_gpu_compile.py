@@ -29,9 +29,9 @@ KERNELS = {
             tl.store(out_ptr + offs, q, mask=mask)
 
 
-        def run(mode):
+        def run(mode, device="cpu"):
             torch.manual_seed(0)
-            x, y = torch.randn(300) * 10, torch.rand(300) + 0.5
+            x, y = torch.randn(300, device=device) * 10, torch.rand(300, device=device) + 0.5
             out = torch.empty_like(x)
             div_round_kernel[(triton.cdiv(300, 128),)](x, y, out, 300, mode, BLOCK=128)
             ref = torch.div(x, y, rounding_mode={0: None, 1: "trunc", 2: "floor"}[mode])
@@ -49,9 +49,9 @@ KERNELS = {
             tl.store(out_ptr + row * stride + cols, x, mask=mask)
 
 
-        def run(mode):
+        def run(mode, device="cpu"):
             torch.manual_seed(0)
-            x = torch.randn(6, 40) * 4
+            x = torch.randn(6, 40, device=device) * 4
             out = torch.empty_like(x)
             quantize_kernel[(6,)](x, out, 40, 40, 3.0, mode, BLOCK=64)
             ref = torch.trunc(x * 3.0 + 1.5) / 3.0 if mode else x
@@ -70,9 +70,9 @@ KERNELS = {
             tl.store(out_ptr + offs, y, mask=mask)
 
 
-        def run(mode):
+        def run(mode, device="cpu"):
             torch.manual_seed(0)
-            x = torch.randn(300) * 3
+            x = torch.randn(300, device=device) * 3
             out = torch.empty_like(x)
             gelu_kernel[(3,)](x, out, 300, mode, BLOCK=128)
             ref = torch.nn.functional.gelu(x, approximate="tanh" if mode else "none")
@@ -92,9 +92,9 @@ KERNELS = {
             tl.store(out_ptr + offs, x * w, mask=mask)
 
 
-        def run(mode):
+        def run(mode, device="cpu"):
             torch.manual_seed(0)
-            x = torch.randn(300)
+            x = torch.randn(300, device=device)
             out = torch.empty_like(x)
             scale = 0.5 if mode else -1.0
             gate_kernel[(3,)](x, out, 300, 0.1, scale, BLOCK=128)
@@ -112,10 +112,10 @@ KERNELS = {
             tl.store(out_ptr + row, acc)
 
 
-        def run(mode):
+        def run(mode, device="cpu"):
             torch.manual_seed(0)
-            x = torch.randn(5, 70)
-            out = torch.empty(5)
+            x = torch.randn(5, 70, device=device)
+            out = torch.empty(5, device=device)
             row_sum_kernel[(5,)](x, out, 70, 70, BLOCK=32)
             return (out - x.sum(1)).abs().max().item()
         """), "unify_branch_types", "Loop-carried variable acc has initial type int32"),
@@ -286,19 +286,20 @@ def test_body_that_cannot_compile_needs_rewrite_when_no_recipe_applies():
     slices = _gpu_report("seed0: CompilationError: ValueError('unsupported tensor index: slice')")
     fails = compile_evidence.failures(slices, "cuda")
     assert fails and compile_evidence.failures(slices, "cpu") == []
-    verdict = compile_evidence.rewrite_verdict(fails, untried=[])
+    verdict = compile_evidence.rewrite_verdict(fails, [])
     assert verdict["reason"] == "body_cannot_compile" and "unsupported tensor index" in verdict["evidence"][0]
     finding = compile_evidence.findings(fails, [])[0]
     assert finding["bug_class"] == "gpu_incompatible" and finding["score"] > 0
 
-    # a recipe that rewrites the construct is tried first: no verdict while one is untried
+    # no verdict while a recipe rewrites the construct in this source
     src = HEADER + KERNELS["branch_types"][0]
     loop = _gpu_report("seed0: CompilationError: AssertionError('Mismatched type for w between then block "
                        "(<['128'], fp32>) and else block (<['128'], int1>)')")
     patches = propose_all(src, hints=compile_evidence.hints(loop, "cuda"))
-    untried = [{"recipe": p.recipe, "bug_class": p.bug_class} for p in patches]
-    assert "unify_branch_types" in {p["recipe"] for p in untried}
-    assert compile_evidence.rewrite_verdict(compile_evidence.failures(loop, "cuda"), untried) is None
+    assert "unify_branch_types" in {p.recipe for p in patches}
+    assert compile_evidence.rewrite_verdict(compile_evidence.failures(loop, "cuda"), patches) is None
+    fixed = get("unify_branch_types").propose(src, compile_evidence.hints(loop, "cuda"))[0].new_src
+    assert "unify_branch_types" not in {p.recipe for p in propose_all(fixed, hints=compile_evidence.hints(loop, "cuda"))}
 
     # on the CPU the messages reach the kb's recipes from the report's gpu_compile
     cpu = {"evaluation": {"checks": [], "gpu_compile": [{"kernel": "k", "line": 3, "error": "boom"}]}}
@@ -315,3 +316,53 @@ def test_gpu_compile_counts_in_error_score():
     values = EvalReport(status="mismatch", checks=failing)
     assert 0 < only_gpu.error_score() < values.error_score() < both.error_score() < 1e8
     assert EvalReport(status="compile_error", checks=failing).error_score() >= 1e9
+
+
+# On a GPU (the H200): what the sm_90 compile here refuses, the device's own compile refuses too, and each
+# recipe's patch compiles there and computes torch's answer on both branches.
+DEVICE_PROBE = r"""
+import importlib.util, json, sys
+out = {}
+for name, path in json.loads(sys.argv[1]).items():
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    row = {}
+    for mode in (0, 1):
+        try:
+            row[f"err{mode}"] = mod.run(mode, "cuda")
+        except Exception as e:
+            row[f"err{mode}"] = f"{type(e).__name__}: {e}"
+    out[name] = row
+print(json.dumps(out))
+"""
+
+
+def _cuda_available() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU")
+def test_on_the_gpu_the_device_agrees(tmp_path):
+    paths, patched = {}, {}
+    for name, (src, recipe, _) in KERNELS.items():
+        before = HEADER + src
+        probe = _probe(tmp_path, {name: before})[name]  # the error text, as the interpreter run gives it
+        patched[name] = get(recipe).propose(before, {"gpu_errors": [probe["compile"]["error"]]})[0].new_src
+        paths[f"{name}_before"], paths[f"{name}_after"] = before, patched[name]
+    files = {}
+    for key, src in paths.items():
+        files[key] = str(tmp_path / f"dev_{key}.py")
+        with open(files[key], "w") as f:
+            f.write(src)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", DEVICE_PROBE, json.dumps(files)], capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    for name, (_, _, message) in KERNELS.items():
+        before, after = got[f"{name}_before"], got[f"{name}_after"]
+        assert isinstance(before["err0"], str) and message.split(" between")[0][:40] in before["err0"], (name, before)
+        assert after["err0"] < 1e-4 and after["err1"] < 1e-4, (name, after)

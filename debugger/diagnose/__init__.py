@@ -214,6 +214,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     # mostly poison) makes the verdict now: a slow candidate must not spend minutes on guesses.
     early = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, [])) \
         if report.status in ("mismatch", "runtime_error") else None
+    early = early or compile_evidence.rewrite_verdict(compile_fails, patches)
     if experiments and early is None and device == "cuda":  # faults only a GPU shows (gpu_experiments.py)
         from debugger.diagnose.gpu_experiments import run_gpu_experiments
         spans = [obs.get("largest_launch_tensor_bytes") for obs in ev.observations.values()]
@@ -249,6 +250,6 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     if report.status in ("mismatch", "runtime_error"):
         diag.needs_rewrite = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, diag.experiments))
     if diag.needs_rewrite is None:
-        diag.needs_rewrite = compile_evidence.rewrite_verdict(compile_fails, _untried(patches + guesses, diag.experiments))
+        diag.needs_rewrite = compile_evidence.rewrite_verdict(compile_fails, patches)
     diag.summary = _summary(diag, report)
     return diag

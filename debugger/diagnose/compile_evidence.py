@@ -50,9 +50,13 @@ def findings(fails: list[dict], sites: list[dict]) -> list[dict]:
              "recipes": sorted({s["recipe"] for s in sites if s.get("bug_class") == CLASS})}]
 
 
-def rewrite_verdict(fails: list[dict], untried: list[dict]) -> dict | None:
-    """needs_rewrite when a body cannot compile for a GPU and no untried recipe rewrites the construct."""
-    if not fails or any(p.get("bug_class") == CLASS for p in untried):
+def rewrite_verdict(fails: list[dict], proposals: list) -> dict | None:
+    """needs_rewrite when a body cannot compile for a GPU and no recipe rewrites the construct in this
+    source (`proposals`: the recipes' patches of it, Patch objects or dicts with bug_class). Tried or not:
+    an experiment on the interpreter cannot show what such a patch fixes (it compiles on a GPU), and once
+    applied the construct is gone, so a recipe that still proposes has work left."""
+    classes = {p.get("bug_class") if isinstance(p, dict) else getattr(p, "bug_class", None) for p in proposals}
+    if not fails or CLASS in classes:
         return None
     return {"reason": "body_cannot_compile",
             "evidence": [describe(f) for f in fails[:3]] + ["no recipe rewrites the construct for a GPU"]}

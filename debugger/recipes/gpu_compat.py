@@ -86,8 +86,8 @@ def _assignments(node: Node, name: str) -> list[Node]:
 
 def _cast(s: Source, assign: Node, dtype: str, tl: str) -> Edit | None:
     rhs = assign.child_by_field_name("right")
-    if rhs is None:
-        return None
+    if rhs is None or text(rhs).replace(" ", "").endswith((f".to({tl}.{dtype})", f",{tl}.{dtype})")):
+        return None  # cast already (a stale message must not stack casts)
     if rhs.type in ("integer", "float", "true", "false", "unary_operator") and \
             re.fullmatch(r"-?\s*[\d.eE+-]+|True|False", text(rhs)):
         return Edit.replace(rhs, f"{tl}.full([], {text(rhs)}, {tl}.{dtype})")
