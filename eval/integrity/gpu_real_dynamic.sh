@@ -21,8 +21,9 @@ start=$(date +%s)
 if [ -z "${KDEBUG_SITE_READY:-}" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     $(ls .whl/*.whl | grep -v '/kdebug-') > "$OUT/install.log" 2>&1 || { tail -20 "$OUT/install.log"; exit 3; }
-  export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
+# The checkout's code over the installed wheels (gpu_session.sh installs them once and exports nothing).
+export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 KDEBUG_MEMORY_LIMIT_GB="${KDEBUG_MEMORY_LIMIT_GB:-64}"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null; nproc
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
