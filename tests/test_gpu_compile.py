@@ -366,3 +366,39 @@ def test_on_the_gpu_the_device_agrees(tmp_path):
         before, after = got[f"{name}_before"], got[f"{name}_after"]
         assert isinstance(before["err0"], str) and message.split(" between")[0][:40] in before["err0"], (name, before)
         assert after["err0"] < 1e-4 and after["err1"] < 1e-4, (name, after)
+
+
+def test_on_a_gpu_a_body_that_cannot_compile_stops_at_the_first_diagnosis(tmp_path, monkeypatch):
+    """Every check a compile_error on the GPU, no recipe for the construct: needs_rewrite from the first
+    diagnosis, before localisation, the sanitizer or experiments (stand-in GPU evaluation)."""
+    from tests.conftest import write_case
+
+    import debugger.diagnose.localisation as localisation
+    from debugger.case import load_case
+    from debugger.diagnose import diagnose
+    from debugger.evaluate import Evaluation
+    from debugger.records import CheckResult, EvalReport
+
+    def never(*a, **k):
+        raise AssertionError("ran on a kernel that never compiled")
+
+    monkeypatch.setattr(localisation, "run_localisation", never)
+    slices = CANDIDATE.replace("q = tl.math.trunc(q)", "q = q[1:]")
+    case = load_case(write_case(tmp_path / "case", REFERENCE, slices))
+    message = "CompilationError: ValueError('unsupported tensor index: <triton.language.core.slice object>')"
+    checks = [CheckResult(name=n, kind="seed", passed=False, status="compile_error", message=f"{n}: {message}")
+              for n in ("seed0", "seed1")]
+    report = EvalReport(status="compile_error", device="cuda", checks=checks, message=f"seed0: {message}",
+                        verdicts={"kernel": {"status": "compile_error", "checks": 2, "failed": ["seed0", "seed1"],
+                                             "skipped": {}}})
+    diag = diagnose(case, "cuda", evaluation=Evaluation(report=report))
+    assert diag.needs_rewrite and diag.needs_rewrite["reason"] == "body_cannot_compile", diag.needs_rewrite
+    assert "unsupported tensor index" in diag.needs_rewrite["evidence"][0]
+    assert diag.hypotheses[0]["bug_class"] == "gpu_incompatible" and diag.experiments == []
+
+    # with a construct a recipe rewrites, the verdict waits for the recipe
+    report.checks[0].message = report.checks[1].message = "seed0: CompilationError: AttributeError(\"module " \
+        "'triton.language.math' has no attribute 'trunc'\")"
+    diag = diagnose(load_case(write_case(tmp_path / "trunc", REFERENCE, CANDIDATE)), "cuda",
+                    evaluation=Evaluation(report=report))
+    assert diag.needs_rewrite is None and "tl_math_substitute" in diag.hypotheses[0]["recipes"]

@@ -195,7 +195,8 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     if probes and device == "cpu" and report.failed_checks:
         from debugger.diagnose.probes import run_probes
         diag.probes = run_probes(case, report, timeout=timeout)
-    if localise and report.failed_checks:
+    compiled = not (device == "cuda" and compile_fails)  # a kernel that never compiled ran nothing to look at
+    if localise and report.failed_checks and compiled:
         from debugger.diagnose.localisation import run_localisation
         launched = {k for obs in ev.observations.values() for k in (obs.get("launches") or [])}
         diag.localisation = run_localisation(case, report, device, timeout=timeout,
@@ -203,7 +204,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     tags = _tags(diag, report, blocks) | {f"family:{f}" for f in families}
     tags |= {compile_evidence.TAG} if compile_fails else set()
     sanitizer_findings: list[dict] = []
-    if probes and sanitizer and device == "cuda" and report.failed_checks:  # compute-sanitizer on a failing check
+    if probes and sanitizer and device == "cuda" and report.failed_checks and compiled:  # compute-sanitizer
         from debugger.diagnose.sanitizer import run_sanitizer
         from debugger.diagnose.sanitizer_evidence import evidence
         diag.sanitizer = run_sanitizer(case, report, device, timeout=timeout, seconds=experiment_seconds)
