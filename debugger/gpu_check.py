@@ -83,6 +83,10 @@ def apply(report, results: list[dict]) -> None:
 
 
 def compiles_now(best_report: dict, report) -> bool:
-    """The best version had kernels a GPU build rejects and this one has none: progress a screen on the
-    interpreter's failing checks cannot see."""
-    return bool((best_report or {}).get("gpu_compile")) and not report.gpu_compile
+    """The best version did not compile for a GPU (kernels listed in gpu_compile on the CPU; every check
+    a compile_error on a GPU) and this one does: progress a screen on the failing checks cannot see."""
+    best_report = best_report or {}
+    checks = [c for c in best_report.get("checks", []) if c.get("status") != "skipped"]
+    before = bool(best_report.get("gpu_compile")) or (
+        best_report.get("device") == "cuda" and bool(checks) and all(c.get("status") == "compile_error" for c in checks))
+    return before and not report.gpu_compile and not any(c.status == "compile_error" for c in report.checks)

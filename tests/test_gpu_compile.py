@@ -402,3 +402,19 @@ def test_on_a_gpu_a_body_that_cannot_compile_stops_at_the_first_diagnosis(tmp_pa
     diag = diagnose(load_case(write_case(tmp_path / "trunc", REFERENCE, CANDIDATE)), "cuda",
                     evaluation=Evaluation(report=report))
     assert diag.needs_rewrite is None and "tl_math_substitute" in diag.hypotheses[0]["recipes"]
+
+
+def test_the_repair_screen_sees_a_kernel_that_now_compiles():
+    """What the screen on the failing checks cannot measure: the best version did not compile (listed on
+    the CPU; every check a compile_error on a GPU) and the proposal does."""
+    from debugger import gpu_check
+    from debugger.records import CheckResult, EvalReport
+
+    mismatch = EvalReport(status="mismatch", checks=[CheckResult(name="seed0", kind="seed", passed=False,
+                                                                 status="mismatch", frac_wrong=1.0)])
+    on_gpu = {"device": "cuda", "checks": [{"status": "compile_error"}, {"status": "compile_error"}]}
+    on_cpu = {"device": "cpu", "checks": [{"status": "mismatch"}], "gpu_compile": [{"kernel": "k"}]}
+    assert gpu_check.compiles_now(on_gpu, mismatch) and gpu_check.compiles_now(on_cpu, mismatch)
+    assert not gpu_check.compiles_now({"device": "cuda", "checks": [{"status": "mismatch"}]}, mismatch)
+    still = EvalReport(status="mismatch", checks=mismatch.checks, gpu_compile=[{"kernel": "k"}])
+    assert not gpu_check.compiles_now(on_cpu, still)
