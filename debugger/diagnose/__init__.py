@@ -215,7 +215,8 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     # mostly poison) makes the verdict now: a slow candidate must not spend minutes on guesses.
     early = rewrite.verdict(diag, case.candidate_src, _untried(patches + guesses, [])) \
         if report.status in ("mismatch", "runtime_error") else None
-    early = early or compile_evidence.rewrite_verdict(compile_fails, patches)
+    if device == "cuda":  # a kernel that never compiled: nothing else on a GPU can judge it (CPU: at the end)
+        early = early or compile_evidence.rewrite_verdict(compile_fails, patches)
     if experiments and early is None and device == "cuda":  # faults only a GPU shows (gpu_experiments.py)
         from debugger.diagnose.gpu_experiments import run_gpu_experiments
         spans = [obs.get("largest_launch_tensor_bytes") for obs in ev.observations.values()]
