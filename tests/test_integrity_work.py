@@ -215,3 +215,55 @@ def test_an_output_left_unwritten_only_on_a_layout_the_task_never_produces_is_a_
     verdict = check(case_from_sources(ref("torch.relu(x)"), src), "cpu", policy="kernelbench")
     assert verdict.accepted, verdict.reasons()
     assert "robustness" in rules(verdict, "warn")
+
+
+RELU_THEN_GROUP_NORM = ref("F.group_norm(torch.relu(x), 4)", inputs="torch.randn(16, 64, 8)")
+KERNEL_THEN_TORCH = TRITON_HEADER + textwrap.dedent('''
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            x = x.contiguous()
+            y = torch.empty_like(x)
+            n = x.numel()
+            triton_relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+            return LAST
+''')
+
+
+def test_an_output_pytorch_computes_from_what_the_kernels_wrote_is_kernelbenchs_kept_sub_operation():
+    """A fused kernel, then the reference's own last op (a GroupNorm) left to PyTorch: KernelBench allows it
+    (real opus level2/11's repair, rejected on the H200 as output_not_written_by_kernel); strict does not.
+    The same GroupNorm taken of the input, the kernel's result thrown away, stays a rejection."""
+    kept = case_from_sources(RELU_THEN_GROUP_NORM, KERNEL_THEN_TORCH.replace("LAST", "F.group_norm(y, 4)")
+                             .replace("import torch\n", "import torch\nimport torch.nn.functional as F\n", 1))
+    verdict = check(kept, "cpu", full=False, policy="kernelbench")
+    assert verdict.accepted, verdict.reasons()
+    assert "output_finished_by_torch" in rules(verdict, "warn")
+    assert not check(kept, "cpu", full=False, policy="strict").accepted
+    discarded = case_from_sources(ref("F.group_norm(x, 4)", inputs="torch.randn(16, 64, 8)"),
+                                  KERNEL_THEN_TORCH.replace("LAST", "F.group_norm(x, 4)")
+                                  .replace("import torch\n", "import torch\nimport torch.nn.functional as F\n", 1))
+    assert not check(discarded, "cpu", full=False, policy="kernelbench").accepted
+
+
+def test_what_pytorch_computes_from_a_launchs_output_derives_from_the_kernels_and_from_an_input_does_not():
+    import types
+
+    import torch
+
+    from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord
+
+    recorder = LaunchRecorder()
+    module = types.ModuleType("ext")
+    module.double_it = lambda x: x * 2
+    recorder.wrap_extension(module)
+    x = torch.randn(8, 4)
+    recorder.reset(held=[x])
+    recorder.active = True
+    with PoisonAndRecord(None, recorder=recorder):
+        result = module.double_it(x)
+        from_result = torch.tanh(torch.relu(result) + 1.0)
+        from_input = torch.relu(x)  # x went into the launch, but as what it read
+    recorder.active = False
+    assert recorder.derived_from_kernels(from_result) and recorder.derived_from_kernels(result)
+    assert not recorder.derived_from_kernels(from_input)

@@ -55,6 +55,8 @@ class PoisonAndRecord(TorchDispatchMode):
         try:  # what is recorded is evidence: it never fails the forward (a tensor without storage, say)
             if self.recorder is not None and name.split(".")[0] in COPY_OPS and isinstance(out, torch.Tensor):
                 self.recorder.note_copy(name, args, out)
+            if self.recorder is not None:
+                self.recorder.note_op(args, kwargs, out)
             if self.work is not None and not (self.recorder is not None and self.recorder.in_kernel):
                 self.work.note(func, name, args, kwargs, out,
                                in_extension=bool(self.recorder is not None and self.recorder.in_extension),
@@ -93,10 +95,36 @@ class LaunchRecorder:
         self._captured_bytes = 0
         self._patched = []
         self.interpreted: dict = {}  # kernel + argument summary -> (function, summary) (gpu_compile.py)
+        self.derived: list[tuple[int, int]] = []  # see reset
+        self.held: list[tuple[int, int]] = []
 
-    def reset(self, capture_writes: bool = False) -> None:
+    def reset(self, capture_writes: bool = False, held: list | None = None) -> None:
         self.launches, self.writes, self._captured_bytes, self.copies = [], [], 0, []
         self.capture_writes = capture_writes
+        # What PyTorch computed from what the kernels wrote: the storage of every op output that read
+        # a launch's tensor (the forward's inputs and the model's own tensors, `held`, excepted: a
+        # launch reads them, it does not produce them) or an earlier such output.
+        self.derived: list[tuple[int, int]] = []
+        self.held = [storage_span(t) for t in held or [] if isinstance(t, torch.Tensor)]
+
+    def _produced_spans(self) -> list[tuple[int, int]]:
+        def held(span):
+            return any(h0 < span[1] and span[0] < h1 for h0, h1 in self.held)
+        return [s for s in launch_spans(self.launches, self.copies) if not held(s)] + self.derived
+
+    def note_op(self, args, kwargs, out) -> None:
+        """An aten op ran outside the kernels: its outputs derive from the kernels' work if it read any."""
+        if not self.active or self.in_kernel or not self.launches:
+            return
+        produced = self._produced_spans()
+        ins = [t for t in _tensors(args) + _tensors(list((kwargs or {}).values())) if t.numel()]
+        if any(s0 < e1 and t0 < s1 for t in ins for t0, e1 in [storage_span(t)] for s0, s1 in produced):
+            self.derived += [storage_span(t) for t in _tensors([out]) if t.numel()]
+
+    def derived_from_kernels(self, out: torch.Tensor) -> bool:
+        """`out` was written by a launch (not as an input it read) or computed from what one wrote."""
+        o0, o1 = storage_span(out)
+        return any(s0 < o1 and o0 < s1 for s0, s1 in self._produced_spans())
 
     def note_copy(self, name: str, args, out: torch.Tensor) -> None:
         """A copy op ran: its destination's storage now holds data from its sources' storage."""
@@ -248,6 +276,17 @@ class LaunchRecorder:
 
     def kernels(self) -> list[str]:
         return [l["kernel"] for l in self.launches]
+
+
+def _tensors(values) -> list[torch.Tensor]:
+    """The tensors among an op's arguments, one level of lists and tuples looked into."""
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out += [t for t in v if isinstance(t, torch.Tensor)]
+    return out
 
 
 def storage_span(t: torch.Tensor) -> tuple[int, int]:

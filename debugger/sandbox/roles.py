@@ -371,7 +371,8 @@ class CandidateRole:
         poison = spec.get("poison", "nan")
         work = WorkLog(xs) if spec.get("work") else None
         mode = PoisonAndRecord(None if poison is None else float(poison), work=work, recorder=self.recorder)
-        self.recorder.reset(capture_writes=bool(spec.get("localise")) and spec.get("call", 1) == 1)
+        self.recorder.reset(capture_writes=bool(spec.get("localise")) and spec.get("call", 1) == 1,
+                            held=[*xs, *model.parameters(), *model.buffers()])
         self.recorder.active = True
         t0 = time.perf_counter()
         _seed_forward(spec)
@@ -398,6 +399,8 @@ class CandidateRole:
             "written_by_kernel": [written_by_launch(o, self.recorder.launches, self.recorder.copies)
                                   if isinstance(o, torch.Tensor)
                                   else False for o in outs],
+            "derived_from_kernels": [self.recorder.derived_from_kernels(o) if isinstance(o, torch.Tensor) else False
+                                     for o in outs],
             "launches": self.recorder.kernels(),
             "output_bytes": [o.numel() * o.element_size() if isinstance(o, torch.Tensor) else 0 for o in outs],
             "largest_launch_tensor_bytes": max((end - start for l in self.recorder.launches
