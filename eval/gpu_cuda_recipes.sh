@@ -26,7 +26,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 fi
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 export TORCH_EXTENSIONS_DIR="${TORCH_EXTENSIONS_DIR:-/tmp/kdebug_torch_extensions}" MAX_JOBS="${MAX_JOBS:-4}"
-export KDEBUG_TIMEOUT="${KDEBUG_TIMEOUT:-240}"
+export KDEBUG_TIMEOUT="${KDEBUG_TIMEOUT:-240}" KDEBUG_FAILURE_LOG="${KDEBUG_FAILURE_LOG:-$OUT/failures.txt}"  # failures as they happen (tests/conftest.py)
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc; nvcc --version | tail -1
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"; } >> "$LOG" 2>&1
 PARALLEL=()

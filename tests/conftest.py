@@ -29,3 +29,14 @@ def write_case(folder: Path, reference: str, candidate: str) -> Path:
     (folder / "reference.py").write_text(reference)
     (folder / "candidate.py").write_text(candidate)
     return folder
+
+
+_FAILURE_LOG = os.environ.get("KDEBUG_FAILURE_LOG")
+
+
+def pytest_runtest_logreport(report):
+    """KDEBUG_FAILURE_LOG=FILE: each failure's report appended to FILE as the test ends. A GPU run cut at its
+    device deadline never reaches pytest's closing summary, which is where failures are otherwise told."""
+    if _FAILURE_LOG and report.failed:
+        with open(_FAILURE_LOG, "a") as f:
+            f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext[-6000:]}\n")

@@ -401,7 +401,8 @@ def test_diagnosis_weighs_the_sanitizer_findings(monkeypatch):
     fake = {"executable": "compute-sanitizer", "check": "seed0",
             "tools": [{"tool": "memcheck", "status": "ran", "message": "", "findings": findings}]}
     monkeypatch.setattr("debugger.diagnose.sanitizer.run_sanitizer", lambda *a, **k: fake)
-    diag = diagnose(case, "cuda", evaluation=ev, experiments=False, localise=False)
+    assert not diagnose(case, "cuda", evaluation=ev, experiments=False, localise=False).sanitizer  # opt-in
+    diag = diagnose(case, "cuda", evaluation=ev, experiments=False, localise=False, sanitizer=True)
     assert diag.sanitizer is fake and "sanitizer_out_of_bounds" in diag.symptoms
     top = diag.hypotheses[0]
     assert top["bug_class"] == "mask_missing" and store in top["lines"]

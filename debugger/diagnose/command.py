@@ -10,6 +10,9 @@ def register(sub, case_args) -> None:
     p.add_argument("--plot", metavar="FILE.png", help="render the error map of the worst output")
     p.add_argument("--no-experiments", action="store_true", help="skip the counterfactual recipe experiments")
     p.add_argument("--no-probes", action="store_true", help="skip the instrumented run")
+    p.add_argument("--sanitizer", action="store_true",
+                   help="also run compute-sanitizer (memcheck, initcheck; racecheck and synccheck where they "
+                        "apply) on a failing check (GPU only; slow)")
     p.add_argument("--no-localisation", action="store_true",
                    help="skip localisation across kernels (multi-kernel candidates)")
     p.add_argument("--sizes", choices=["auto", "published", "small"], default="published",
@@ -31,7 +34,8 @@ def run(args) -> int:
     ev = run_evaluation(case, settings.device, capture=True, timeout=settings.timeout,
                         memory_limit_gb=settings.memory_limit_gb, sizes=args.sizes, semantics=args.semantics)
     diag = diagnose(case, settings.device, experiments=not args.no_experiments, probes=not args.no_probes,
-                    localise=not args.no_localisation, timeout=settings.timeout, evaluation=ev)
+                    localise=not args.no_localisation, timeout=settings.timeout, evaluation=ev,
+                    sanitizer=args.sanitizer)
     plot_path = None
     if args.plot and diag.status == "diagnosed":
         worst = worst_output(ev)

@@ -72,7 +72,8 @@ def diagnose(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     ev = _evaluation(state, ctx, state["best_src"])
     diag = run_diagnosis(case_of(state, state["best_src"]), ctx.device, evaluation=ev,
                          probes=ctx.instrumentation, experiments=True, experiment_budget=3, timeout=ctx.timeout,
-                         experiment_seconds=EXPERIMENT_SECONDS, sanitizer=sanitizer_may_help(ev.report))
+                         experiment_seconds=EXPERIMENT_SECONDS,
+                         sanitizer=ctx.sanitizer and sanitizer_may_help(ev.report))
     d = diag.to_dict()
     d["prompt_text"] = diag.prompt_text()
     if diag.hypotheses:

@@ -72,6 +72,7 @@ class RunContext:
     write_back: bool = True
     retrieval: bool = True
     instrumentation: bool = True
+    sanitizer: bool = False  # compute-sanitizer in the loop's diagnoses (where sanitizer_may_help); see diagnose()
     integrity: bool = True
     # kernel: repaired when the kernel verdict passes; kernelbench: KernelBench's verdict must pass too
     semantics: str = "kernel"
