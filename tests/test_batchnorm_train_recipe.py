@@ -293,11 +293,17 @@ def test_second_triton_kernel_with_buffers_of_its_own():
 
 
 RUNNING = r'''
-import json, sys, torch
+import importlib.util, json, sys, tempfile, torch
+from pathlib import Path
 ref_src, new_src = json.loads(sys.stdin.read())
-ns, rs = {}, {}
-exec(compile(new_src, "candidate", "exec"), ns)
-exec(compile(ref_src, "reference", "exec"), rs)
+folder = Path(tempfile.mkdtemp())
+def load(name, src):  # from a file: @triton.jit reads its kernel's source (Triton 3.6 on a GPU cannot from exec)
+    (folder / f"{name}.py").write_text(src)
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return vars(module)
+ns, rs = load("bn_candidate", new_src), load("bn_reference", ref_src)
 args = rs["get_init_inputs"]()
 torch.manual_seed(0)
 new, ref = ns["ModelNew"](*args).to(DEVICE), rs["Model"](*args).to(DEVICE)

@@ -303,7 +303,8 @@ def test_reapplied_template_passes_evaluation_on_the_gpu():
     before = evaluate(case_from_sources(B_REFERENCE, B_BEFORE, name="fma_before"), device="cuda")
     after = evaluate(case_from_sources(B_REFERENCE, repaired, name="fma_repaired"), device="cuda")
     failed = [(c.name, c.status, c.message) for c in after.checks if not c.passed]
-    assert (before.status, after.status) == ("fail", "pass"), f"{after.message} {failed}"
+    assert before.status in ("mismatch", "runtime_error") and after.status == "pass", \
+        f"{before.status}: {after.message} {failed}"
     a_after = evaluate(case_from_sources(A_REFERENCE, recipe_fix(A_BEFORE), name="affine_fixed"), device="cuda")
     assert a_after.status == "pass", a_after.message  # the learned fix was a verified one
 
@@ -319,4 +320,5 @@ def test_reapplied_float_accumulator_passes_evaluation_on_the_gpu():
     before = evaluate(case_from_sources(HALF_B_REFERENCE, HALF_B, name="half_cols_before"), device="cuda")
     after = evaluate(case_from_sources(HALF_B_REFERENCE, repaired, name="half_cols_repaired"), device="cuda")
     failed = [(c.name, c.status, c.message) for c in after.checks if not c.passed]
-    assert (before.status, after.status) == ("fail", "pass"), f"{after.message} {failed}"
+    assert before.status in ("mismatch", "runtime_error") and after.status == "pass", \
+        f"{before.status}: {after.message} {failed}"
