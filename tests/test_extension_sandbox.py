@@ -2,10 +2,10 @@
 build goes where the user's TORCH_EXTENSIONS_DIR says (in a folder keyed by the build), and the sandbox
 lets it write there. On the H200 every build under a user-set TORCH_EXTENSIONS_DIR was refused as a
 write outside the compiler cache, so every CUDA answer was reported as a compile error."""
-import pytest
 
 from debugger.case import case_from_sources
-from debugger.evaluate import evaluate
+from debugger.evaluate import run_evaluation
+from debugger.sandbox.pool import Sandbox
 
 REFERENCE = '''
 import torch
@@ -51,7 +51,13 @@ def test_extension_builds_under_a_user_set_torch_extensions_dir(tmp_path, monkey
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(base))
     monkeypatch.delenv("KDEBUG_TORCH_EXTENSIONS_BASE", raising=False)
     checks = [{"name": "seed0", "kind": "seed", "seed": 0}]
-    report = evaluate(case_from_sources(REFERENCE, CANDIDATE), device="cpu", checks=checks, timeout=300)
+    # a sandbox of its own: the process-wide one's workers keep the environment they started with
+    sandbox = Sandbox("cpu", timeout=300)
+    try:
+        report = run_evaluation(case_from_sources(REFERENCE, CANDIDATE), device="cpu", checks=checks, timeout=300,
+                                sandbox=sandbox).report
+    finally:
+        sandbox.close()
     assert report.status == "pass", report.message
     built = [p for p in base.iterdir() if p.is_dir()]
     assert len(built) == 1 and (built[0] / "relu2_ext").is_dir(), sorted(base.rglob("*"))
