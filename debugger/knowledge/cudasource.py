@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tree_sitter
 
-from debugger.knowledge.pysource import Statement, Token
+from debugger.knowledge.pysource import ParsedSource, Statement, Token
 
 LANGUAGE = "cuda"
 KEPT = {
@@ -130,50 +130,14 @@ def statements(tree: tree_sitter.Tree) -> list[Statement]:
     return out
 
 
-class CudaParsedSource:
-    """A CUDA unit's text with its tokens, statements and line offsets, parsed once (for templates)."""
+class CudaParsedSource(ParsedSource):
+    """A CUDA unit's text with its tokens, statements and line offsets, parsed once (for templates): the
+    bookkeeping of pysource.ParsedSource over the CUDA grammar."""
 
     language = LANGUAGE
-
-    def __init__(self, text: str):
-        self.text = text
-        self.data = text.encode()
-        self.tree = parse(text)
-        self.toks = tokens(text, self.tree)
-        self.stmts = statements(self.tree)
-        self.line_starts = [0] + [i + 1 for i, b in enumerate(self.data) if b == 10]
-        self.tok_at = {t.start: i for i, t in enumerate(self.toks)}
-        self.tok_ending = {t.end: i for i, t in enumerate(self.toks)}
-        self.stmt_spans = [self._span(s) for s in self.stmts]
-
-    # the same token and line bookkeeping as pysource.ParsedSource
-    def _span(self, s: Statement) -> tuple[int, int]:
-        first = self.tok_at.get(s.start)
-        if first is None:
-            first = next((i for i, t in enumerate(self.toks) if t.start >= s.start), len(self.toks))
-        last = first
-        while last + 1 < len(self.toks) and self.toks[last + 1].end <= s.end:
-            last += 1
-        return first, last
-
-    def stmt_key(self, k: int) -> tuple[str, ...]:
-        a, b = self.stmt_spans[k]
-        return tuple(t.key for t in self.toks[a:b + 1])
-
-    def line_text(self, first: int, last: int) -> str:
-        end = self.line_starts[last + 1] if last + 1 < len(self.line_starts) else len(self.data)
-        return self.data[self.line_starts[first]:end].decode(errors="replace").rstrip("\n")
-
-    def identifiers(self) -> set[str]:
-        return {t.text for t in self.toks if t.text.isidentifier()}
-
-    def function_node(self, span: tuple[int, int] | None):
-        if span is None:
-            return None
-        node = self.tree.root_node.descendant_for_byte_range(span[0], span[1])
-        while node is not None and node.type != "function_definition":
-            node = node.parent
-        return node
+    _parse = staticmethod(parse)
+    _tokens = staticmethod(tokens)
+    _statements = staticmethod(statements)
 
     def parameters(self, span: tuple[int, int] | None) -> list[tuple[str, bool]]:
         """(name, False) for each parameter of the function at `span` (CUDA has no constexpr parameters)."""

@@ -198,14 +198,20 @@ def api_calls(src: str) -> set[str]:
 
 
 class ParsedSource:
-    """A source with its tokens, statements and line offsets, parsed once (for templates)."""
+    """A source with its tokens, statements and line offsets, parsed once (for templates). A subclass for
+    another language (cudasource.CudaParsedSource) names its own grammar's three functions below."""
+
+    language = "triton"  # the template language of a Python file (Triton kernels, host code)
+    _parse = staticmethod(parse)
+    _tokens = staticmethod(tokens)
+    _statements = staticmethod(statements)
 
     def __init__(self, text: str):
         self.text = text
         self.data = text.encode()
-        self.tree = parse(text)
-        self.toks = tokens(text, self.tree)
-        self.stmts = statements(self.tree)
+        self.tree = self._parse(text)
+        self.toks = self._tokens(text, self.tree)
+        self.stmts = self._statements(self.tree)
         self.line_starts = [0] + [i + 1 for i, b in enumerate(self.data) if b == 10]
         self.tok_at = {t.start: i for i, t in enumerate(self.toks)}
         self.tok_ending = {t.end: i for i, t in enumerate(self.toks)}
