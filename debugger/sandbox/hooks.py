@@ -95,8 +95,9 @@ class LaunchRecorder:
         self._captured_bytes = 0
         self._patched = []
         self.interpreted: dict = {}  # kernel + argument summary -> (function, summary) (gpu_compile.py)
-        self.derived: list[tuple[int, int]] = []  # see reset
+        self.derived: set[tuple[int, int]] = set()  # see reset
         self.held: list[tuple[int, int]] = []
+        self._launch_products: tuple[tuple, list] = ((), [])  # (count of launches and copies, their spans)
 
     def reset(self, capture_writes: bool = False, held: list | None = None) -> None:
         self.launches, self.writes, self._captured_bytes, self.copies = [], [], 0, []
@@ -104,13 +105,19 @@ class LaunchRecorder:
         # What PyTorch computed from what the kernels wrote: the storage of every op output that read
         # a launch's tensor (the forward's inputs and the model's own tensors, `held`, excepted: a
         # launch reads them, it does not produce them) or an earlier such output.
-        self.derived: list[tuple[int, int]] = []
+        self.derived: set[tuple[int, int]] = set()
         self.held = [storage_span(t) for t in held or [] if isinstance(t, torch.Tensor)]
+        self._launch_products = ((), [])
 
     def _produced_spans(self) -> list[tuple[int, int]]:
-        def held(span):
-            return any(h0 < span[1] and span[0] < h1 for h0, h1 in self.held)
-        return [s for s in launch_spans(self.launches, self.copies) if not held(s)] + self.derived
+        # Called for every aten op of forward: the launches' spans are recomputed only after a launch or
+        # a copy was recorded, not per op.
+        key = (len(self.launches), len(self.copies))
+        if self._launch_products[0] != key:
+            spans = [s for s in launch_spans(self.launches, self.copies)
+                     if not any(h0 < s[1] and s[0] < h1 for h0, h1 in self.held)]
+            self._launch_products = (key, spans)
+        return self._launch_products[1] + list(self.derived)
 
     def note_op(self, args, kwargs, out) -> None:
         """An aten op ran outside the kernels: its outputs derive from the kernels' work if it read any."""
@@ -119,7 +126,7 @@ class LaunchRecorder:
         produced = self._produced_spans()
         ins = [t for t in _tensors(args) + _tensors(list((kwargs or {}).values())) if t.numel()]
         if any(s0 < e1 and t0 < s1 for t in ins for t0, e1 in [storage_span(t)] for s0, s1 in produced):
-            self.derived += [storage_span(t) for t in _tensors([out]) if t.numel()]
+            self.derived.update(storage_span(t) for t in _tensors([out]) if t.numel())
 
     def derived_from_kernels(self, out: torch.Tensor) -> bool:
         """`out` was written by a launch (not as an input it read) or computed from what one wrote."""
@@ -130,10 +137,7 @@ class LaunchRecorder:
         """A copy op ran: its destination's storage now holds data from its sources' storage."""
         if not self.active or self.in_kernel:
             return
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        for a in args:
-            if isinstance(a, (list, tuple)):
-                tensors += [t for t in a if isinstance(t, torch.Tensor)]
+        tensors = _tensors(args)
         sources = tensors[1:] if name.startswith("copy_") else tensors
         with torch.utils._python_dispatch._disable_current_modes():
             self.copies.append({"to": list(storage_span(out)), "from": [list(storage_span(t)) for t in sources],
