@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tree_sitter
 
-from debugger.knowledge.pysource import ParsedSource, Statement, Token
+from debugger.knowledge.pysource import ParsedSource, Statement, Token, leaf_tokens
 
 LANGUAGE = "cuda"
 KEPT = {
@@ -73,22 +73,12 @@ def tokens(text: str, tree: tree_sitter.Tree | None = None) -> list[Token]:
     for node in _walk(tree.root_node):
         if node.type == "function_definition":
             params.update(_parameters(node))
-    out: list[Token] = []
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.type == "comment":
-            continue
-        if node.child_count == 0 or node.type in STRINGS:
-            if node.end_byte == node.start_byte:
-                continue  # MISSING nodes
-            tok = data[node.start_byte:node.end_byte].decode(errors="replace")
-            qualified = node.parent is not None and node.parent.type == "qualified_identifier"  # torch::empty
-            out.append(Token(tok, node.start_byte, node.end_byte, node.start_point[0],
-                             node.type == "identifier" and not qualified and (tok in params or not kept(tok))))
-            continue
-        stack.extend(reversed(node.children))
-    return out
+
+    def abstractable(node, tok: str) -> bool:
+        qualified = node.parent is not None and node.parent.type == "qualified_identifier"  # torch::empty
+        return node.type == "identifier" and not qualified and (tok in params or not kept(tok))
+
+    return leaf_tokens(tree, data, STRINGS, abstractable)
 
 
 def _walk(node: tree_sitter.Node):

@@ -96,20 +96,25 @@ def _abstractable(node: tree_sitter.Node, text: str, user_params: set[str]) -> b
 def tokens(src: str, tree: tree_sitter.Tree | None = None) -> list[Token]:
     """The source's tokens in order (comments dropped, strings whole)."""
     tree = tree or parse(src)
-    data = src.encode()
     params = user_parameters(tree)
+    return leaf_tokens(tree, src.encode(), STRING_TYPES,
+                       lambda node, text: node.type == "identifier" and _abstractable(node, text, params))
+
+
+def leaf_tokens(tree: tree_sitter.Tree, data: bytes, string_types, abstractable) -> list[Token]:
+    """The leaves of any tree-sitter tree in order as Tokens (comments and zero-width nodes dropped,
+    string nodes of `string_types` whole); `abstractable(node, text)` says which may become placeholders."""
     out: list[Token] = []
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.type == "comment":
             continue
-        if node.child_count == 0 or node.type in STRING_TYPES:
+        if node.child_count == 0 or node.type in string_types:
             if node.end_byte == node.start_byte:
                 continue  # zero-width nodes (MISSING, dedent markers)
             text = data[node.start_byte:node.end_byte].decode(errors="replace")
-            out.append(Token(text, node.start_byte, node.end_byte, node.start_point[0],
-                             node.type == "identifier" and _abstractable(node, text, params)))
+            out.append(Token(text, node.start_byte, node.end_byte, node.start_point[0], abstractable(node, text)))
             continue
         stack.extend(reversed(node.children))
     return out
