@@ -491,12 +491,12 @@ def test_diagnose_adds_the_language_facts():
 # -- the import graph ----------------------------------------------------------------------------
 # Cycles that predate debugger/lang (units importing each other, directly or around a loop), found by
 # this graph on 2026-12-02. The pairs that import each other directly: cli <-> diagnose, integrity and
-# repair (cli's importlib registrations; their command modules import cli), repair <-> graphs,
+# repair (cli's importlib registrations; their command modules import cli),
 # batch <-> ingest, backends <-> diagnose (backends/tools.py). The restructuring of issue 17 removes them.
 KNOWN_CYCLES = [
     {"debugger.backends", "debugger.batch", "debugger.bench", "debugger.bench_command", "debugger.cli",
      "debugger.diagnose", "debugger.integrity", "debugger.mcp_command", "debugger.mcp_server", "debugger.repair",
-     "graphs", "ingest"},
+     "ingest"},
 ]
 
 
@@ -511,9 +511,9 @@ def _module(f: Path) -> str:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """unit -> units it imports (a unit: debugger.<package or module>, or graphs/ingest); imports
+    """unit -> units it imports (a unit: debugger.<package or module>, or ingest); imports
     inside functions and importlib.import_module("literal") calls count."""
-    roots = ("debugger", "graphs", "ingest")
+    roots = ("debugger", "ingest")
     files = [f for r in roots for f in (REPO / r).rglob("*.py")]
     units_ = {_unit(_module(f)) for f in files}
     edges: dict[str, set[str]] = {u: set() for u in units_}

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "debugger", "graphs", "ingest", "kb")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "debugger", "ingest", "kb")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
 HIDE_RETRIEVAL = "sys.modules['chromadb'] = None"  # as if kdebug[retrieval] were not installed
 
@@ -56,7 +56,7 @@ def test_wheel_ships_the_curated_kb_bug_classes_and_every_module(wheel):
     missing = [str(p) for p in patterns + kernels if f"debugger/kb/{p}" not in names]
     assert missing == [], f"not in the wheel: {missing[:5]}"
     assert "debugger/bug_classes.toml" in names and "debugger/kb/__init__.py" in names
-    modules = [str(p.relative_to(REPO)) for pkg in ("debugger", "graphs", "ingest")
+    modules = [str(p.relative_to(REPO)) for pkg in ("debugger", "ingest")
                for p in (REPO / pkg).rglob("*.py") if "__pycache__" not in p.parts]
     assert [m for m in modules if m not in names] == [], "a module the wheel lacks (a folder without __init__.py?)"
     assert not [n for n in names if n.startswith(("tests/", "eval/", "examples/", "kb/"))]

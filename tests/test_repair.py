@@ -11,7 +11,7 @@ from debugger.case import case_from_sources, load_case
 from debugger.ledger import Ledger
 from debugger.repair import repair
 from debugger.settings import resolve
-from graphs.repair import MERMAID_PATH, mermaid
+from debugger.repair.graph import MERMAID_PATH, mermaid
 from tests.replay_server import ReplayServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ def settings(**kw):
 
 
 def test_graph_diagram_is_rendered_from_the_graph():
-    assert MERMAID_PATH.read_text() == mermaid(), "run `python -m graphs.repair` to refresh graphs/repair.mmd"
+    assert MERMAID_PATH.read_text() == mermaid(), "run `python -m debugger.repair.graph` to refresh debugger/repair/graph.mmd"
 
 
 def test_kb_backend_repairs_the_example(tmp_path):

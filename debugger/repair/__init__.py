@@ -1,4 +1,4 @@
-"""The repair loop: state, nodes and the driver around the graph in graphs/repair.py."""
+"""The repair loop: state, nodes and the driver around the graph in repair/graph.py."""
 from debugger.repair.run import RepairResult, repair
 
 __all__ = ["RepairResult", "repair"]

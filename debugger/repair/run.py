@@ -104,7 +104,7 @@ def repair(case: Case, *, settings: Settings | None = None, backend: str | None 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from debugger.ledger import Ledger
-    from graphs.repair import build_graph
+    from debugger.repair.graph import build_graph
 
     settings = settings or resolve()
     backend = backend or settings.backend

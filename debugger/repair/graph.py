@@ -11,7 +11,7 @@
     guard --a guard fired--> finish -> END
 
 Nodes (debugger/repair/nodes.py) return state updates; only this file decides where to go next.
-`graphs/repair.mmd` is rendered from this graph (`python -m graphs.repair`) and tested for drift.
+`graph.mmd` beside it is rendered from this graph (`python -m debugger.repair.graph`) and tested for drift.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from debugger.repair import nodes
 from debugger.repair.state import RepairState, RunContext
 
-MERMAID_PATH = Path(__file__).with_name("repair.mmd")
+MERMAID_PATH = Path(__file__).with_name("graph.mmd")
 
 
 def after_evaluate(state: RepairState) -> Literal["diagnose", "integrity", "finish"]:
