@@ -6,12 +6,12 @@
 Readers (one module per format) turn logs into `Attempt`s: `kernelbench` (run folders with
 eval_results.json, or with detailed_results.json through `detailed`), `traces` (multi-turn trace files),
 `jsonl` (our own schema, SCHEMA.md). `classify` sorts attempts into compile_error, runtime_error,
-interface_error, numerical_mismatch, timeout, correct and unverifiable; `queue` keeps the repair queue (numerical mismatches, with their case folders);
+interface_error, numerical_mismatch, timeout, correct and unverifiable; the numerical mismatches, with their
+case folders, go to the repair queue (debugger/batch/queue.py);
 `distil` turns failed -> later correct pairs into pattern drafts; `pipeline` runs the whole ingest and
 `command` is `kdebug ingest`. `kdebug repair-batch` (debugger/batch) works the queue.
 """
 from ingest.attempt import Attempt, Malformed
 from ingest.pipeline import IngestReport, ingest
-from ingest.queue import Queue
 
-__all__ = ["Attempt", "IngestReport", "Malformed", "Queue", "ingest"]
+__all__ = ["Attempt", "IngestReport", "Malformed", "ingest"]

@@ -17,7 +17,7 @@ from ingest.attempt import Attempt, Malformed
 from ingest.cases import entry_id, write_case
 from ingest.detect import Unit, plan, problems_dir
 from ingest.distil import Logged, find_pairs, write_draft
-from ingest.queue import Queue
+from debugger.batch.queue import Queue
 from ingest.sources import as_kernelbench_candidate, as_kernelbench_reference, is_candidate, is_reference
 
 

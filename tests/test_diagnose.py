@@ -11,8 +11,9 @@ import torch
 from debugger.case import case_from_sources, load_case
 from debugger.diagnose import diagnose
 from debugger.diagnose.errormap import analyse_output
-from debugger.diagnose.localisation import describe, kernel_lines
+from debugger.diagnose.localisation import describe
 from debugger.evaluate import SENTINEL_POISON, run_evaluation
+from debugger.lang.spans import kernel_lines
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "eval" / "cases"

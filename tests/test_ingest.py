@@ -12,7 +12,7 @@ from ingest import ingest
 from ingest.attempt import Attempt
 from ingest.classify import classify
 from ingest.kernelbench import _results_by_sample
-from ingest.queue import Queue
+from debugger.batch.queue import Queue
 
 REPO = Path(__file__).resolve().parents[1]
 REF = (REPO / "examples/softmax/reference.py").read_text()

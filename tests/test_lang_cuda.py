@@ -490,13 +490,10 @@ def test_diagnose_adds_the_language_facts():
 
 # -- the import graph ----------------------------------------------------------------------------
 # Cycles that predate debugger/lang (units importing each other, directly or around a loop), found by
-# this graph on 2026-12-02. The pairs that import each other directly: cli <-> diagnose, integrity and
-# repair (cli's importlib registrations; their command modules import cli),
-# batch <-> ingest, backends <-> diagnose (backends/tools.py). The restructuring of issue 17 removes them.
+# this graph on 2026-12-02. Left: backends <-> diagnose (backends/tools.py runs the diagnosis; diagnose
+# takes source_hash from backends/base.py). The restructuring of issue 17 removes it.
 KNOWN_CYCLES = [
-    {"debugger.backends", "debugger.batch", "debugger.bench", "debugger.bench_command", "debugger.cli",
-     "debugger.diagnose", "debugger.integrity", "debugger.mcp_command", "debugger.mcp_server", "debugger.repair",
-     "ingest"},
+    {"debugger.backends", "debugger.diagnose"},
 ]
 
 

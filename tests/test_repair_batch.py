@@ -18,7 +18,7 @@ import pytest
 from debugger.batch.devices import parse_devices, slots
 from debugger.batch.progress import Progress
 from debugger.errors import InvalidInput
-from ingest.queue import Queue
+from debugger.batch.queue import Queue
 
 REPO = Path(__file__).resolve().parents[1]
 SOFTMAX = REPO / "examples" / "softmax"
@@ -226,7 +226,7 @@ def test_killed_batch_resumes_without_repeats(tmp_path):
 
 
 def _alive(pid) -> bool:
-    from ingest.queue import pid_alive
+    from debugger.batch.queue import pid_alive
 
     return pid_alive(pid)
 

@@ -531,7 +531,7 @@ def get_init_inputs():
 
 
 def test_extension_functions_have_spans_over_their_kernels():
-    from debugger.diagnose.localisation import kernel_lines
+    from debugger.lang.spans import kernel_lines
     from debugger.lang.cuda.exports import export_spans
 
     src = SOFTMAX_CANDIDATE

@@ -13,9 +13,9 @@ import re
 
 from debugger import lang  # noqa: F401 - loading the languages registers their recipes (CUDA's)
 from debugger.backends.base import Proposal
-from debugger.backends.mutations import mutations
 from debugger.backends.ranking import RecipeRanker, diagnosis_features
 from debugger.recipes import propose_all, sibling_ranks
+from debugger.recipes.mutations import mutations
 from debugger.recipes.parameter_init import parameter_init_patch
 
 CLASS_WEIGHT = 6.0

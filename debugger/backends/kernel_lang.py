@@ -23,7 +23,7 @@ def kernels(src: str) -> dict[str, int | None]:
         from debugger.lang import get
 
         return {k.name: k.line for k in get("cuda").kernels(src)}
-    from debugger.diagnose.localisation import kernel_lines
+    from debugger.lang.spans import kernel_lines
 
     return {name: span[0] for name, span in kernel_lines(src).items()}
 

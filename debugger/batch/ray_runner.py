@@ -56,7 +56,7 @@ class LeaseKeeper(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        from ingest.queue import Queue
+        from debugger.batch.queue import Queue
 
         queue_dir, worker, lease_s = self.args
         queue = Queue(queue_dir)

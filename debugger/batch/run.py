@@ -64,7 +64,7 @@ def run_batch(opts: BatchOptions, progress=None) -> BatchSummary:
     """Work the queue; returns the summary (interrupted=True after Ctrl-C)."""
     from debugger.batch.devices import parse_devices, slots
     from debugger.batch.progress import Progress
-    from ingest.queue import Queue
+    from debugger.batch.queue import Queue
 
     if opts.limit is not None and opts.limit < 1:
         from debugger.errors import InvalidInput

@@ -26,7 +26,7 @@ class Lease(threading.Thread):
         self.lost = False
 
     def run(self) -> None:
-        from ingest.queue import Queue
+        from debugger.batch.queue import Queue
 
         queue_dir, entry_id, worker, lease_s = self.args
         queue = Queue(queue_dir)
@@ -69,7 +69,7 @@ def work(cfg: dict) -> int:
     """The claim-repair-record loop; returns the number of entries this worker finished."""
     from debugger.batch.ledger_rows import outcomes
     from debugger.batch.task import payload, record, record_failure, run_task
-    from ingest.queue import Queue
+    from debugger.batch.queue import Queue
 
     queue = Queue(cfg["queue"])
     worker, lease_s, only = cfg["worker"], float(cfg["lease"]), cfg.get("only")

@@ -189,7 +189,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         diag.error_maps[name] = maps
     compile_fails = compile_evidence.failures(report, device)  # a body a GPU build rejects
     patches = propose_all(case.candidate_src, hints=compile_evidence.hints(report, device))
-    from debugger.backends.mutations import mutations
+    from debugger.recipes.mutations import mutations
 
     guesses = mutations(case.candidate_src)
     diag.static = lang.static_facts(case.candidate_src)  # every language the candidate uses

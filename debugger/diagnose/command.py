@@ -23,13 +23,13 @@ def register(sub, case_args) -> None:
 
 
 def run(args) -> int:
-    from debugger.cli import _load
+    from debugger.case_args import load_case_and_settings
     from debugger.diagnose import diagnose
     from debugger.diagnose.plot import plot_error_map, worst_output
     from debugger.diagnose.static import block_sizes
     from debugger.evaluate import run_evaluation
 
-    case, settings = _load(args)
+    case, settings = load_case_and_settings(args)
     log(f"diagnosing {case.name} on {settings.device} ...")
     ev = run_evaluation(case, settings.device, capture=True, timeout=settings.timeout,
                         memory_limit_gb=settings.memory_limit_gb, sizes=args.sizes, semantics=args.semantics)

@@ -20,11 +20,11 @@ def register(sub, case_args) -> None:
 
 
 def run(args) -> int:
-    from debugger.cli import _load
+    from debugger.case_args import load_case_and_settings
     from debugger.integrity.gate import check
     from debugger.integrity.work import work_text
 
-    case, settings = _load(args)
+    case, settings = load_case_and_settings(args)
     log(f"checking {case.name} on {settings.device} (policy {args.policy}) ...")
     verdict = check(case, settings.device, strict_precision=args.strict_precision, dynamic=not args.static_only,
                     timeout=settings.timeout, policy=args.policy, sizes=args.sizes)

@@ -42,11 +42,11 @@ def register(sub, case_args) -> None:
 
 
 def run(args) -> int:
-    from debugger.cli import _load
+    from debugger.case_args import load_case_and_settings
     from debugger.repair import repair
     from debugger.settings import resolve
 
-    case, _ = _load(args)
+    case, _ = load_case_and_settings(args)
     settings = resolve(device=args.device, timeout=args.timeout, backend=args.backend, model=args.model,
                        max_iters=args.max_iters, token_budget=args.token_budget, wall_budget=args.wall_budget,
                        tools=False if args.no_tools else None, max_tool_calls=args.max_tool_calls)

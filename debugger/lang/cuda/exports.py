@@ -1,7 +1,7 @@
 """The functions a candidate's extension exports, and the Python lines each call into them covers.
 
 The sandbox records every call of an extension function as a launch named by its exported name
-(sandbox/hooks.py). To localise such a call, diagnose/localisation.py needs where it lives: the host
+(sandbox/hooks.py). To localise such a call, lang/spans.py needs where it lives: the host
 function bound to the name (the loader's functions=[...] or pybind11's m.def) and the kernels that
 function launches, with the Python-file span from the first of their lines to the last.
 """

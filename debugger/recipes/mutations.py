@@ -1,4 +1,4 @@
-"""Mutations: the kb backend's last resort when no recipe locates a site.
+"""Mutations: the kb backend's last resort when no recipe locates a site (diagnosis lists them too).
 
 Small, systematic edits at the places where near-miss kernels most often go wrong but no recipe has a
 bug shape to recognise: a broadcast along the wrong axis (`v[:, None]` vs `v[None, :]`), per-channel
