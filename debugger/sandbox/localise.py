@@ -108,10 +108,13 @@ def _best_match(c: torch.Tensor, intermediates: list[tuple[str, torch.Tensor]], 
 def localise(intermediates: list[tuple[str, torch.Tensor]], writes: list[dict], tensors: list) -> dict:
     """Judge each written buffer, in launch order, against the reference quantities of its size."""
     judged = []
+    # the reference's intermediates stay where its forward ran; a candidate buffer may arrive elsewhere
+    # (an extension call's writes are kept on the host)
+    device = intermediates[0][1].device if intermediates else None
     for meta, t in zip(writes, tensors):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0:
             continue
-        c = t.to(torch.float64)
+        c = t.to(device=device or t.device, dtype=torch.float64)
         low = t.dtype in (torch.float16, torch.bfloat16)
         rtol = 2e-2 if low else 2e-3
         best = _best_match(c, intermediates, rtol)
