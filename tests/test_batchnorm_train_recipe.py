@@ -27,7 +27,7 @@ from debugger.integrity.relative import regressions
 from debugger.lang.cuda import units
 from debugger.lang.cuda.splice import error_count
 from debugger.recipes import RECIPES
-from debugger.recipes.syntax import parses
+from debugger.source.tree import parses
 
 CUDA = lang.get("cuda")
 
@@ -392,8 +392,8 @@ class ModelNew(nn.Module):
 
 
 def test_a_computed_multi_line_input_is_bound_once_in_brackets():
-    from debugger.recipes.base import apply_edits
     from debugger.recipes.batchnorm_train import forward_edits, stats_sites
+    from debugger.source.edits import apply_edits
 
     src = "class M:\n    def forward(self, x):\n        return k(x +\n                 1, self.bn.running_mean, self.bn.running_var)\n"
     new = apply_edits(src.encode(), forward_edits(src, stats_sites(src), lambda site: "stats"))

@@ -21,7 +21,7 @@ from debugger import lang
 from debugger.lang.cuda import units
 from debugger.lang.cuda.splice import error_count
 from debugger.recipes import RECIPES, propose_all
-from debugger.recipes.syntax import parses
+from debugger.source.tree import parses
 
 CUDA = lang.get("cuda")
 

@@ -14,7 +14,7 @@ from debugger.case import load_case
 from debugger.diagnose import gpu_experiments as gx
 from debugger.diagnose import ranking
 from debugger.recipes import RECIPES
-from debugger.recipes.syntax import parses
+from debugger.source.tree import parses
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "eval" / "cases"

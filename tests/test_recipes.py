@@ -19,7 +19,7 @@ import pytest
 
 from debugger import recipes
 from debugger.recipes import RECIPES, Patch, get
-from debugger.recipes.syntax import parses
+from debugger.source.tree import parses
 
 DATA = Path(__file__).parent / "data" / "recipes"
 REPO = Path(__file__).resolve().parents[1]

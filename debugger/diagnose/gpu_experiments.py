@@ -24,10 +24,12 @@ import time
 
 from debugger.backends.base import source_hash
 from debugger.case import Case
-from debugger.recipes.base import Edit, Patch, apply_edits
-from debugger.recipes.layout import DotIeeePrecision, tf32_dots
+from debugger.recipes.base import Patch
 from debugger.recipes.gpu_faults import SCANS, Int64OffsetTerms
-from debugger.recipes.syntax import Source, call_arg, parses, text
+from debugger.recipes.layout import DotIeeePrecision, tf32_dots
+from debugger.recipes.syntax import Source
+from debugger.source.edits import Edit, apply_edits
+from debugger.source.tree import call_arg, parses, text
 
 SERIAL_CAP = 1 << 16  # programs a serialised launch may run one by one
 REPEATS = 3

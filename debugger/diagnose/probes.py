@@ -10,7 +10,8 @@ row statistics of the input. The candidate's own file is never modified.
 """
 from __future__ import annotations
 
-from debugger.recipes.syntax import Source, call_args, line, text, walk
+from debugger.recipes.syntax import Source
+from debugger.source.tree import call_args, line, text, walk
 
 REDUCTIONS = ("tl.max", "tl.min", "tl.sum", "tl.argmax", "tl.argmin", "tl.reduce", "tl.xor_sum")
 

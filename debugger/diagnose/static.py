@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from debugger.recipes import propose_all
-from debugger.recipes.syntax import Source, call_args, number
+from debugger.recipes.syntax import Source
+from debugger.source.tree import call_args, number
 
 # Which static tag a recipe's located site stands for.
 RECIPE_TAGS = {

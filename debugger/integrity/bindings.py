@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from debugger.integrity.syntax import EXTENSION_LOADERS, call_args, string_value, strip_parens, text, walk
+from debugger.integrity.syntax import EXTENSION_LOADERS
+from debugger.source.tree import call_args, string_value, text, unparen, walk
 
 if TYPE_CHECKING:
     from debugger.integrity.syntax import SourceModule
@@ -34,7 +35,7 @@ class ExtensionBindings:
 
     def is_loader_call(self, node: Node | None) -> bool:
         """`load_inline(...)` / `cpp_extension.load(...)`, however imported."""
-        node = strip_parens(node) if node is not None else None
+        node = unparen(node) if node is not None else None
         return node is not None and node.type == "call" and \
             self.module.resolve(node.child_by_field_name("function")) in EXTENSION_LOADERS
 
@@ -61,7 +62,7 @@ class ExtensionBindings:
     def _is_factory_call(self, node: Node, factories: set[str]) -> bool:
         if node.type != "call":
             return False
-        callee = strip_parens(node.child_by_field_name("function"))
+        callee = unparen(node.child_by_field_name("function"))
         return callee.type == "identifier" and text(callee) in factories
 
     @cached_property
@@ -83,7 +84,7 @@ class ExtensionBindings:
         """Names and `self.x` attributes bound to one exported function (`self.fn = mod.f_cuda`)."""
         found: set[str] = set()
         for left, right in self._assignments():
-            value = strip_parens(right)
+            value = unparen(right)
             if value.type == "attribute" and self._is_handle_value(value.child_by_field_name("object"), self.handles):
                 found.add(left)
             elif value.type == "call" and text(value.child_by_field_name("function")) == "getattr":
@@ -106,7 +107,7 @@ class ExtensionBindings:
         """An expression that evaluates to an extension module."""
         if node is None:
             return False
-        node = strip_parens(node)
+        node = unparen(node)
         if self.is_loader_call(node) or self._is_factory_call(node, self.factories):
             return True
         if node.type in ("identifier", "attribute"):
@@ -146,7 +147,7 @@ class ExtensionBindings:
         """The items of a list/tuple literal, or of one bound to a module-level name; a lone string is one item."""
         if node is None:
             return []
-        node = strip_parens(node)
+        node = unparen(node)
         if node.type == "identifier":
             bound = [right for left, right in self._assignments() if left == text(node)]
             return self._literal_items(bound[-1]) if bound and bound[-1] is not node else []
@@ -166,7 +167,7 @@ class ExtensionBindings:
 
     def is_call(self, callee: Node) -> str | None:
         """The exported function a call's callee reaches, or None when it is not a call into an extension."""
-        callee = strip_parens(callee)
+        callee = unparen(callee)
         if text(callee) in self.callables:
             return text(callee).split(".")[-1]
         if callee.type != "attribute":

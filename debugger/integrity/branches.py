@@ -18,7 +18,8 @@ import re
 
 from tree_sitter import Node
 
-from debugger.integrity.syntax import Function, Launch, SourceModule, call_args, strip_parens, text, walk
+from debugger.integrity.syntax import Function, Launch, SourceModule
+from debugger.source.tree import call_args, text, unparen, walk
 
 _SIZE_READS = re.compile(r"\.(shape|size|numel|stride|nelement|data_ptr|storage_offset)\b|\blen\s*\(")
 _CONFIG_ATTRIBUTES = {"dtype", "device", "is_cuda", "layout", "ndim", "requires_grad", "is_sparse", "is_quantized",
@@ -108,7 +109,7 @@ def is_configuration_test(condition: Node) -> bool:
         return False
     for node in walk(condition):
         if node.type == "call":
-            callee = strip_parens(node.child_by_field_name("function"))
+            callee = unparen(node.child_by_field_name("function"))
             name = text(callee.child_by_field_name("attribute")) if callee.type == "attribute" else text(callee)
             if name not in _CONFIG_METHODS and name not in ("isinstance", "is_available", "hasattr", "getattr"):
                 return False
@@ -117,7 +118,7 @@ def is_configuration_test(condition: Node) -> bool:
 
 def on_task(condition: Node, task_dtype: str) -> bool | None:
     """The condition's value for the task's inputs (tensors of `task_dtype` on the GPU), None if unknown."""
-    node = strip_parens(condition)
+    node = unparen(condition)
     if node.type == "not_operator":
         inner = on_task(node.child_by_field_name("argument"), task_dtype)
         return None if inner is None else not inner
@@ -154,7 +155,7 @@ def in_dead_flag_branch(node: Node, fn: Function, module: SourceModule, path: li
     while parent is not None and parent != fn.body:
         if parent.type == "if_statement":
             consequence = parent.child_by_field_name("consequence")
-            condition = strip_parens(parent.child_by_field_name("condition"))
+            condition = unparen(parent.child_by_field_name("condition"))
             if consequence is not None and _contains(consequence, node) and condition.type == "identifier" \
                     and text(condition) in unset:
                 return True

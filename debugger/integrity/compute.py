@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from debugger.integrity import ops
-from debugger.integrity.syntax import Function, SourceModule, call_args, strip_parens, text, walk
+from debugger.integrity.syntax import Function, SourceModule
 from debugger.integrity.values import Kind, ValueKinds
+from debugger.source.tree import call_args, text, unparen, walk
 
 _ARITH_OPERATORS = {"+", "-", "*", "/", "//", "%", "**"}
 
@@ -80,7 +81,7 @@ def _site(module: SourceModule, fn: Function, kinds: ValueKinds, node: Node) -> 
 
 
 def _call_site(module: SourceModule, fn: Function, kinds: ValueKinds, node: Node) -> ComputeSite | None:
-    callee = strip_parens(node.child_by_field_name("function"))
+    callee = unparen(node.child_by_field_name("function"))
     positional, _ = call_args(node)
     operand = max((kinds.kind(a, fn) for a in positional), default=Kind.OTHER)
     qualified = module.resolve(callee)
@@ -117,7 +118,7 @@ def _layer(module: SourceModule, fn: Function, callee: Node) -> tuple[str, str] 
         family = ops.nn_layer_family(made.split(".")[-1]) if made.startswith("torch.nn.") else None
         return (family, made.split(".")[-1]) if family else None
     if callee.type == "subscript":
-        callee = strip_parens(callee.child_by_field_name("value"))
+        callee = unparen(callee.child_by_field_name("value"))
     if callee.type == "attribute" and text(callee.child_by_field_name("attribute")) == "forward":
         callee = callee.child_by_field_name("object")
     if callee.type != "attribute" or text(callee.child_by_field_name("object")) != "self" or fn.cls is None:
@@ -129,7 +130,7 @@ def _layer(module: SourceModule, fn: Function, callee: Node) -> tuple[str, str] 
 def _built_layers(module: SourceModule, fn: Function, callee: Node) -> tuple[list[str], bool]:
     """(torch.nn layer classes, whether in-file modules are built too) of the expression a layer call calls."""
     if callee.type == "subscript":
-        callee = strip_parens(callee.child_by_field_name("value"))
+        callee = unparen(callee.child_by_field_name("value"))
     if callee.type != "attribute" or text(callee.child_by_field_name("object")) != "self" or fn.cls is None:
         return [], False
     rhs = module.self_attributes.get((fn.cls, text(callee.child_by_field_name("attribute"))))

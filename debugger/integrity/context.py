@@ -9,8 +9,9 @@ from debugger.integrity import branches
 from debugger.integrity.compute import ComputeSite, compute_sites
 from debugger.integrity.launchconfig import meta_parameters
 from debugger.integrity.reference import ReferenceProfile
-from debugger.integrity.syntax import Function, Launch, SourceModule, text, walk
+from debugger.integrity.syntax import Function, Launch, SourceModule
 from debugger.integrity.values import Kind, ValueKinds
+from debugger.source.tree import text, walk
 
 
 class Context:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from debugger.integrity.syntax import Function, text, walk
+from debugger.integrity.syntax import Function
+from debugger.source.tree import text, walk
 
 _SCALAR_METHODS = {"item", "tolist"}
 _SCALAR_BUILTINS = {"int", "float"}

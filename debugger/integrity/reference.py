@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from debugger.integrity import ops
 from debugger.integrity.compute import ComputeSite, compute_sites
-from debugger.integrity.syntax import Function, SourceModule, strip_parens, text, walk
+from debugger.integrity.syntax import Function, SourceModule
 from debugger.integrity.values import Kind, ValueKinds
+from debugger.source.tree import text, unparen, walk
 
 LOW_PRECISION_DTYPES = {"float16", "half", "bfloat16", "float8_e4m3fn", "float8_e5m2"}
 
@@ -60,7 +61,7 @@ def profile_reference(reference_src: str) -> ReferenceProfile:
         for fn in functions for node in walk(fn.body)
     ) or "inplace=True" in reference_src.replace(" ", "")
     counts = Counter(key for site in sites if ops.FAMILY_WEIGHT[site.family] > 0 for key in site.all_keys)
-    returns_view = any(kinds.kind(strip_parens(node.named_children[0]), entry) == Kind.INPUT
+    returns_view = any(kinds.kind(unparen(node.named_children[0]), entry) == Kind.INPUT
                        for node in walk(entry.body) if node.type == "return_statement" and node.named_children)
     return ReferenceProfile(frozenset(families), main, low_precision, mutates, classes, final, frozenset(counts),
                             tuple(sorted(counts.items())), returns_view)
@@ -73,13 +74,13 @@ def _final_families(entry: Function, sites: list[ComputeSite]) -> set[str]:
     for node in walk(entry.body):
         if node.type != "return_statement" or not node.named_children:
             continue
-        value = strip_parens(node.named_children[0])
+        value = unparen(node.named_children[0])
         if value.type == "identifier":
             bound = [a.child_by_field_name("right") for a in walk(entry.body) if a.type == "assignment"
                      and text(a.child_by_field_name("left")) == text(value) and a.end_byte <= node.start_byte]
-            value = strip_parens(bound[-1]) if bound else value
+            value = unparen(bound[-1]) if bound else value
         while value.type == "subscript":  # torch.max(x, dim=1)[0]
-            value = strip_parens(value.child_by_field_name("value"))
+            value = unparen(value.child_by_field_name("value"))
         if (value.start_byte, value.end_byte) in by_node:
             finals.add(by_node[(value.start_byte, value.end_byte)])
     return finals

@@ -13,21 +13,10 @@ from functools import cached_property
 
 from tree_sitter import Node
 
-# One implementation of the tree basics for recipes, integrity rules and the knowledge base.
-from debugger.recipes.syntax import call_args, enclosing, line, parse_tree, text, walk  # noqa: F401
-from debugger.recipes.syntax import unparen as strip_parens  # noqa: F401
+from debugger.source.tree import call_args, line, parse_tree, string_value, text, unparen, walk
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 EXTENSION_LOADERS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
-
-
-def string_value(node: Node | None) -> str | None:
-    """The value of a plain string literal, None for anything else (f-strings included)."""
-    if node is None or node.type != "string":
-        return None
-    if any(c.type == "interpolation" for c in node.children):
-        return None
-    return "".join(text(c) for c in node.children if c.type == "string_content")
 
 
 @dataclass(frozen=True)
@@ -157,8 +146,8 @@ class SourceModule:
             if node.type == "assignment":
                 left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
                 if left is not None and right is not None and left.type == "identifier":
-                    if strip_parens(right).type in ("attribute", "identifier", "call"):
-                        assignments.append((text(left), strip_parens(right)))
+                    if unparen(right).type in ("attribute", "identifier", "call"):
+                        assignments.append((text(left), unparen(right)))
         for _ in range(3):  # aliases of aliases
             for name, right in assignments:
                 if right.type == "call":
@@ -169,7 +158,7 @@ class SourceModule:
         return table
 
     def _resolve_with(self, table: dict[str, str], node: Node) -> str | None:
-        node = strip_parens(node)
+        node = unparen(node)
         if node.type == "identifier":
             return table.get(text(node))
         if node.type == "attribute":
@@ -267,7 +256,7 @@ class SourceModule:
         table = {f.name: f for f in self.functions.values() if f.is_kernel and f.cls is None}
         for node in walk(self.root):
             if node.type == "assignment" and node.child_by_field_name("left").type == "identifier":
-                right = strip_parens(node.child_by_field_name("right"))
+                right = unparen(node.child_by_field_name("right"))
                 if right.type == "call" and self.resolve(right.child_by_field_name("function")) in KERNEL_DECORATORS:
                     positional, _ = call_args(right)
                     if positional and text(positional[0]) in self.functions:
@@ -292,7 +281,7 @@ class SourceModule:
         for stmt in self.root.named_children:
             node = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else stmt
             if node.type == "assignment" and node.child_by_field_name("left").type == "identifier":
-                right = strip_parens(node.child_by_field_name("right"))
+                right = unparen(node.child_by_field_name("right"))
                 if right.type == "call" and text(right.child_by_field_name("function")) in self.classes:
                     table[text(node.child_by_field_name("left"))] = text(right.child_by_field_name("function"))
         return table
@@ -482,12 +471,12 @@ class SourceModule:
 
     def _launch_target(self, fn: Function, value: Node) -> str | None | bool:
         """The kernel a subscript-call launches: its name, None (indirect), or False (not a launch)."""
-        value = strip_parens(value)
+        value = unparen(value)
         name = text(value.child_by_field_name("attribute")) if value.type == "attribute" else text(value)
         if name in self.kernels:
             return name
         while value.type == "subscript":  # a table of kernels: KERNELS[key][grid](...)
-            value = strip_parens(value.child_by_field_name("value"))
+            value = unparen(value.child_by_field_name("value"))
         if text(value) in self.kernel_aliases:
             kernels = self.kernel_aliases[text(value)]
             return next(iter(kernels)) if len(kernels) == 1 else None

@@ -15,7 +15,8 @@ from enum import IntEnum
 from tree_sitter import Node
 
 from debugger.integrity import ops
-from debugger.integrity.syntax import Function, SourceModule, call_args, strip_parens, text, walk
+from debugger.integrity.syntax import Function, SourceModule
+from debugger.source.tree import call_args, text, unparen, walk
 
 
 class Kind(IntEnum):
@@ -76,7 +77,7 @@ class ValueKinds:
         rhs = self.module.self_attributes.get((fn.cls, attr)) if fn.cls else None
         if rhs is None:
             return Kind.OTHER
-        rhs = strip_parens(rhs)
+        rhs = unparen(rhs)
         if rhs.type in _NUMERIC_LITERALS or rhs.type in ("tuple", "list", "dictionary", "set"):
             return Kind.META if rhs.type in _NUMERIC_LITERALS else Kind.OTHER
         if rhs.type == "call":
@@ -147,7 +148,7 @@ class ValueKinds:
             return Kind.OTHER
         key = (fn.qualname, node.start_byte, node.end_byte, node.type)
         if key not in self._memo:
-            self._memo[key] = self._compute_kind(strip_parens(node), fn, depth)
+            self._memo[key] = self._compute_kind(unparen(node), fn, depth)
         return self._memo[key]
 
     def _compute_kind(self, node: Node, fn: Function, depth: int) -> Kind:
@@ -247,7 +248,7 @@ class ValueKinds:
         """True when an allocation's shape is an input's whole shape (`x.shape`, `x.size()`, `*x.shape`)."""
         if len(positional) != 1:
             return False
-        arg = strip_parens(positional[0])
+        arg = unparen(positional[0])
         if arg.type == "list_splat":
             arg = arg.named_children[0]
         if arg.type == "attribute" and text(arg.child_by_field_name("attribute")) == "shape":

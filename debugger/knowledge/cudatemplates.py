@@ -21,7 +21,7 @@ def apply_cuda_template(template: Template, src: str, sweeps: Callable) -> list:
     from debugger.knowledge.templates import TemplateMatch
     from debugger.lang.cuda import units
     from debugger.lang.cuda.splice import UnitSplice, error_count
-    from debugger.recipes.base import apply_edits
+    from debugger.source.edits import apply_edits
 
     if "load_inline" not in src and "__global__" not in src:
         return []

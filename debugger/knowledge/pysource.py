@@ -1,4 +1,5 @@
-"""Python source as tree-sitter tokens and statements, with identifiers marked abstractable or kept.
+"""The knowledge base's view of a Python source (learned templates match on it): tree-sitter tokens and
+statements, with identifiers marked abstractable or kept; the tree is debugger/source/tree.py's.
 
 An identifier is *abstractable* (may become a placeholder $A in a learned template) unless it is an
 attribute name (`.load`, `.shape`), a root name of the libraries kernels are written with (`tl`,
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from debugger.recipes.syntax import parse_tree
+from debugger.source.tree import parse_tree
 
 KEPT_ROOTS = {"tl", "triton", "torch", "math", "F", "nn", "np", "numpy", "libdevice", "self", "cls",
               "tle", "tlm"}
@@ -35,11 +36,6 @@ SIMPLE_STATEMENTS = {
     "global_statement", "nonlocal_statement", "import_statement", "import_from_statement",
     "future_import_statement", "print_statement", "exec_statement", "type_alias_statement",
 }
-
-
-def parse(src: str) -> tree_sitter.Tree:
-    """The tree-sitter tree of `src` (never raises; syntax errors become ERROR nodes)."""
-    return parse_tree(src)
 
 
 @dataclass(frozen=True)
@@ -95,7 +91,7 @@ def _abstractable(node: tree_sitter.Node, text: str, user_params: set[str]) -> b
 
 def tokens(src: str, tree: tree_sitter.Tree | None = None) -> list[Token]:
     """The source's tokens in order (comments dropped, strings whole)."""
-    tree = tree or parse(src)
+    tree = tree or parse_tree(src)
     params = user_parameters(tree)
     return leaf_tokens(tree, src.encode(), STRING_TYPES,
                        lambda node, text: node.type == "identifier" and _abstractable(node, text, params))
@@ -173,7 +169,7 @@ def statements(tree: tree_sitter.Tree) -> list[Statement]:
 
 def jit_functions(src: str) -> list[str]:
     """Source text of every function decorated with something ending in `jit` (triton.jit, ...)."""
-    tree = parse(src)
+    tree = parse_tree(src)
     data = src.encode()
     out = []
     for node in tree.root_node.named_children:
@@ -186,7 +182,7 @@ def jit_functions(src: str) -> list[str]:
 
 def api_calls(src: str) -> set[str]:
     """Dotted library names used in the source (`tl.exp`, `torch.softmax`, `tl.dot`, ...)."""
-    tree = parse(src)
+    tree = parse_tree(src)
     data = src.encode()
     found: set[str] = set()
     stack = [tree.root_node]
@@ -207,7 +203,7 @@ class ParsedSource:
     another language (cudasource.CudaParsedSource) names its own grammar's three functions below."""
 
     language = "triton"  # the template language of a Python file (Triton kernels, host code)
-    _parse = staticmethod(parse)
+    _parse = staticmethod(parse_tree)
     _tokens = staticmethod(tokens)
     _statements = staticmethod(statements)
 

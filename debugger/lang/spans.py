@@ -5,7 +5,8 @@ model's tools name the kernels by them.
 """
 from __future__ import annotations
 
-from debugger.recipes.syntax import Source, line
+from debugger.recipes.syntax import Source
+from debugger.source.tree import line
 
 
 def extension_spans(src: str) -> dict[str, dict]:

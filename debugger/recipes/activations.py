@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 import re
 
-from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.syntax import Kernel, Node, Source, call_arg, call_args, identifiers, line, number, \
-    text, unparen, walk
+from debugger.recipes.base import Recipe
+from debugger.recipes.syntax import Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_arg, call_args, identifiers, line, number, text, unparen, walk
 
 KNOWN = {
     "sqrt(2/pi)": math.sqrt(2 / math.pi),
@@ -222,7 +223,7 @@ class ActivationConstant(Recipe):
     def _hardcoded_slope(self, s: Source, k: Kernel):
         """A leaky ReLU with a literal slope while the module keeps its own slope attribute: pass it."""
         from debugger.recipes.base import add_kernel_param
-        from debugger.recipes.syntax import enclosing_class
+        from debugger.source.tree import enclosing_class
         attrs = sorted({m.group(1) for m in re.finditer(r"self\.(\w+)\s*=", s.src) if SLOPE_NAME.search(m.group(1))})
         if len(attrs) != 1 or any(SLOPE_NAME.search(p.name) for p in k.params):
             return

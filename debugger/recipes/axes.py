@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import (assigned_var, comparisons, groups, has_pid, index_parts, load_var,
                                        size_params, suffix_of)
 from debugger.recipes.reductions import assigned_names
-from debugger.recipes.syntax import (ARANGE, Kernel, Node, Source, call_arg, identifiers, line, statement_of,
-                                     text, unparen, walk)
+from debugger.recipes.syntax import ARANGE, Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_arg, identifiers, line, statement_of, text, unparen, walk
 
 REDUCE = ("tl.max", "tl.min", "tl.sum", "tl.argmax", "tl.argmin")
 FLIP_SUFFIX = {"[:,None]": "[None, :]", "[None,:]": "[:, None]"}

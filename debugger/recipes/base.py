@@ -1,4 +1,4 @@
-"""The recipe contract: a Patch record, text edits over the syntax tree, and the Recipe base class.
+"""The recipe contract: a Patch record and the Recipe base class (its edits: debugger/source/edits.py).
 
 A recipe reads the candidate's tree, locates the sites of one bug shape, and proposes concrete
 edits, each a full new source. The base class enforces the rules every recipe keeps: it proposes
@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Iterable, Protocol, runtime_checkable
 
-from debugger.recipes.syntax import Node, Source, call_args, last_arg_end, line, parses
+from debugger.recipes.syntax import Source
+from debugger.source.edits import Edit, apply_edits
+from debugger.source.tree import call_args, last_arg_end, line, parses
 
 log = logging.getLogger(__name__)
 
@@ -31,44 +33,6 @@ class Patch:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class Edit:
-    """Replace bytes [start, end) of the source with `text` (start == end inserts)."""
-
-    start: int
-    end: int
-    text: str
-
-    @classmethod
-    def replace(cls, node: Node, new: str) -> "Edit":
-        return cls(node.start_byte, node.end_byte, new)
-
-    @classmethod
-    def insert(cls, at: int, new: str) -> "Edit":
-        return cls(at, at, new)
-
-
-def apply_edits(data: bytes, edits: Iterable[Edit]) -> str | None:
-    """Apply non-overlapping edits; None when two edits overlap. Identical edits count once;
-    insertions at one point are concatenated in the order given."""
-    merged: list[Edit] = []
-    for e in dict.fromkeys(edits):
-        same_point = next((i for i, m in enumerate(merged)
-                           if m.start == m.end == e.start == e.end), None)
-        if same_point is None:
-            merged.append(e)
-        else:
-            merged[same_point] = Edit(e.start, e.end, merged[same_point].text + e.text)
-    ordered = sorted(merged, key=lambda e: (e.start, e.end))
-    for a, b in zip(ordered, ordered[1:]):
-        if b.start < a.end or (a.start == b.start and a.end == b.end):
-            return None
-    out = data
-    for e in reversed(ordered):
-        out = out[:e.start] + e.text.encode() + out[e.end:]
-    return out.decode()
 
 
 @lru_cache(maxsize=8)

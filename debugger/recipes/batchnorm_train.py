@@ -23,8 +23,9 @@ import ast
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from debugger.recipes.base import Edit, Patch, Recipe
+from debugger.recipes.base import Patch, Recipe
 from debugger.recipes.syntax import Source
+from debugger.source.edits import Edit
 
 RECIPE_ID = "bn_batch_stats"
 MOMENTUM_FN = "_bn_momentum"

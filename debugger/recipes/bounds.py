@@ -10,10 +10,12 @@ the count as a keyword, and every kernel that variable may name gets the paramet
 """
 from __future__ import annotations
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import comparisons, is_pointer, pointer_bases, suffix_of
-from debugger.recipes.syntax import (Deps, Kernel, Node, Source, call_arg, call_args, dotted, enclosing,
-                                     identifiers, last_arg_end, line, text, unparen, walk)
+from debugger.recipes.syntax import Deps, Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import (Node, call_arg, call_args, dotted, enclosing, identifiers, last_arg_end, line, text,
+                                  unparen, walk)
 
 PARAM = "n_elements"
 

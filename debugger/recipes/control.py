@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 
-from debugger.recipes.base import Edit, Patch, Recipe
+from debugger.recipes.base import Patch, Recipe
 from debugger.recipes.masks import AddMask
-from debugger.recipes.syntax import PID, Kernel, Node, Source, line, text, walk
+from debugger.recipes.syntax import PID, Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, line, text, walk
 
 BLOCK_END = re.compile(r"\+\s*1\b|\+\s*[A-Z_]*BLOCK\w*|\+\s*\w*_SIZE\b")
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import (IDENTITY, REDUCTIONS, fill_kind, load_var, mask_arg, other_arg,
                                        reductions_of)
-from debugger.recipes.syntax import (Kernel, Node, Source, call_args, identifiers, last_arg_end, line,
-                                     number, text, unparen, walk)
+from debugger.recipes.syntax import Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_args, identifiers, last_arg_end, line, number, text, unparen, walk
 
 IDENTITY_VALUE = {"max": -math.inf, "min": math.inf, "sum": 0.0, "prod": 1.0}
 UNKNOWN = object()

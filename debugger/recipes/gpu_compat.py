@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 
-from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.syntax import Node, Source, line, target_names, text, walk
+from debugger.recipes.base import Recipe
+from debugger.recipes.syntax import Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, line, target_names, text, walk
 
 # Source.canonical folds tl.math.NAME into tl.NAME. x: the argument's text, parenthesised when compound.
 MISSING = {"tl.trunc": "{tl}.where({x} >= 0, {tl}.floor({x}), {tl}.ceil({x}))",

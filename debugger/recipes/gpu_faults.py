@@ -16,11 +16,12 @@ two_launch_carry) when the source shows the shape itself.
 """
 from __future__ import annotations
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import pointer_bases
-from debugger.recipes.syntax import (ARANGE, LOAD, PID, Kernel, Node, Source, call_args, flatten, identifiers,
-                                     line, statement_of, text, unparen, walk)
+from debugger.recipes.syntax import ARANGE, LOAD, PID, Kernel, Source
 from debugger.recipes.writes import grid_axes, guarded_by_pid, to_atomic, used_axes
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_args, flatten, identifiers, line, statement_of, text, unparen, walk
 
 MEMORY_CALLS = ("tl.load", "tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_xchg",
                 "tl.atomic_cas", "tl.atomic_and", "tl.atomic_or", "tl.atomic_xor")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from itertools import combinations
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import is_pointer
-from debugger.recipes.syntax import (LOOP, Deps, Kernel, Launch, Node, Source, call_args, enclosing,
-                                     identifiers, inside, number, text, unparen, walk)
+from debugger.recipes.syntax import LOOP, Deps, Kernel, Launch, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_args, enclosing, identifiers, inside, number, text, unparen, walk
 
 MODULES = {"triton", "tl", "torch", "math", "meta", "META", "self", "int", "min", "max"}
 

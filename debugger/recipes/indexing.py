@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from debugger.recipes.syntax import (ARANGE, LOOP, PID, Kernel, Node, Source, call_arg, call_args,
-                                     enclosing, identifiers, inside, number, same, text, unparen,
-                                     walk)
+from debugger.recipes.syntax import ARANGE, LOOP, PID, Kernel, Source
+from debugger.source.tree import (Node, call_arg, call_args, enclosing, identifiers, inside, number, same, text,
+                                  unparen, walk)
 
 MASK_POS = {"tl.load": 1, "tl.store": 2}
 REDUCTIONS = {"tl.max": "max", "tl.argmax": "max", "tl.min": "min", "tl.argmin": "min",

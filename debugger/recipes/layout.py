@@ -18,9 +18,11 @@ kernel then reads as dense); when a check raised exactly that error, `.contiguou
 """
 from __future__ import annotations
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import groups, load_var
-from debugger.recipes.syntax import Kernel, Node, Source, call_args, line, text, unparen, walk
+from debugger.recipes.syntax import Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_args, line, text, unparen, walk
 
 ROW, COL = "[:,None]", "[None,:]"
 

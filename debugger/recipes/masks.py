@@ -6,12 +6,13 @@ import re
 from collections import defaultdict
 from itertools import product
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import (Comparison, comparisons, groups, IDENTITY, is_block_ptr, is_index,
                                        load_var, loop_of, loops, mask_arg, name_class, other_arg,
                                        reductions_of, signature, size_params, suffix_class, suffix_of)
-from debugger.recipes.syntax import (LOOP, Kernel, Node, Source, call_arg, call_args, identifiers, inside,
-                                     last_arg_end, line, text, unparen)
+from debugger.recipes.syntax import LOOP, Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_arg, call_args, identifiers, inside, last_arg_end, line, text, unparen
 
 
 def pointer(call: Node) -> Node | None:

@@ -9,11 +9,9 @@ other proposal, so a wrong guess costs one screen of the failing checks.
 from __future__ import annotations
 
 from debugger.recipes.base import Patch
-from debugger.recipes.syntax import Source, line, parses, text, walk
-
-
-def _edit(src: bytes, node, new: str) -> str:
-    return (src[:node.start_byte] + new.encode() + src[node.end_byte:]).decode()
+from debugger.recipes.syntax import Source
+from debugger.source.edits import Edit, apply_edits
+from debugger.source.tree import line, parses, text, walk
 
 
 def _broadcast_swaps(s: Source, data: bytes) -> list[Patch]:
@@ -28,7 +26,7 @@ def _broadcast_swaps(s: Source, data: bytes) -> list[Patch]:
             swap = {"[:,None]": "[None, :]", "[None,:]": "[:, None]"}.get(rest)
             if swap:
                 out.append(Patch("mutate_broadcast_axis", f"broadcast {value} along the other axis in {k.name}",
-                                 _edit(data, n, value + swap), [line(n)], "broadcast_axis"))
+                                 apply_edits(data, [Edit.replace(n, value + swap)]), [line(n)], "broadcast_axis"))
     return out
 
 
@@ -56,7 +54,7 @@ def _index_arith(s: Source, data: bytes) -> list[Patch]:
                 alts.append((f"{a} % {c}", f"{a} % {c}"))
             for new, desc in alts:
                 out.append(Patch("mutate_index_arithmetic", f"index with {desc} instead of {text(n)} in {k.name}",
-                                 _edit(data, n, new), [line(n)], "broadcast_axis"))
+                                 apply_edits(data, [Edit.replace(n, new)]), [line(n)], "broadcast_axis"))
     return out
 
 
@@ -75,7 +73,7 @@ def _where_comparisons(s: Source, data: bytes) -> list[Patch]:
             if len(ops) != 1:
                 continue
             op = ops[0]
-            new = (data[:op.start_byte] + swap[op.type].encode() + data[op.end_byte:]).decode()
+            new = apply_edits(data, [Edit.replace(op, swap[op.type])])
             out.append(Patch("mutate_where_boundary", f"use {swap[op.type]} in the tl.where condition of {k.name}",
                              new, [line(op)], "activation_formula"))
     return out

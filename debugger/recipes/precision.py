@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import assigned_var, is_pointer, pointer_bases, reductions_of
-from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, call_args, dotted, enclosing,
-                                     identifiers, params, text, unparen, walk)
+from debugger.recipes.syntax import Kernel, Source, params
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_arg, call_args, dotted, enclosing, identifiers, text, unparen, walk
 
 LOW = {"tl.float16", "tl.bfloat16", "tl.float8e4nv", "tl.float8e5"}
 TORCH_FLOAT = re.compile(r"^torch\.(float(16|32|64)?|half|bfloat16|double)$")

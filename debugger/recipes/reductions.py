@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from debugger.recipes.base import Edit, Patch, Recipe
+from debugger.recipes.base import Patch, Recipe
 from debugger.recipes.indexing import comparisons, loop_of, mask_arg, other_arg, size_params
-from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, identifiers, line, number, statement_of,
-                                     text, unparen, walk)
+from debugger.recipes.syntax import Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_arg, identifiers, line, number, statement_of, text, unparen, walk
 
 SIMPLE = ("identifier", "attribute", "subscript", "call", "parenthesized_expression")
 EPS_NAME = re.compile(r"^(eps|epsilon|EPS|EPSILON|eps_\w*|\w*_eps)$")

@@ -2,11 +2,12 @@
 of a row that a kernel scans in a loop."""
 from __future__ import annotations
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import loop_of
 from debugger.recipes.reductions import assigned_names, fresh_name, insert_before
-from debugger.recipes.syntax import (Kernel, Node, Source, call_arg, call_args, identifiers, line, statement_of,
-                                     text, unparen, walk)
+from debugger.recipes.syntax import Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_arg, call_args, identifiers, line, statement_of, text, unparen, walk
 
 SCANS = ("tl.cumsum", "tl.cumprod")
 

@@ -10,8 +10,10 @@ go through `tl.F` of the same F. Two repairs, kernel side first: drop the kernel
 """
 from __future__ import annotations
 
-from debugger.recipes.base import Edit, Recipe
-from debugger.recipes.syntax import Deps, Kernel, Launch, Node, Source, call_args, line, text, unparen
+from debugger.recipes.base import Recipe
+from debugger.recipes.syntax import Deps, Kernel, Launch, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_args, line, text, unparen
 
 # torch elementwise functions whose second application changes the values (idempotent ones such as
 # abs, floor or relu are harmless twice and left out), by the tl function that repeats them.

@@ -3,10 +3,12 @@ read-modify-write) become atomic adds into a zero-initialised output; a store in
 block-local offsets where its load uses the full ones stores where the load read."""
 from __future__ import annotations
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import index_parts, mask_arg, pointer_bases
-from debugger.recipes.syntax import (LOAD, PID, Deps, Kernel, Node, Source, call_args, enclosing, identifiers,
-                                     inside, line, statement_of, text, unparen, walk)
+from debugger.recipes.syntax import LOAD, PID, Deps, Kernel, Source
+from debugger.source.edits import Edit
+from debugger.source.tree import (Node, call_args, enclosing, identifiers, inside, line, statement_of, text, unparen,
+                                  walk)
 
 ZEROED = {"torch.empty": "torch.zeros", "torch.empty_like": "torch.zeros_like"}
 STORE_ONLY_KWARGS = {"cache_modifier", "eviction_policy", "boundary_check"}

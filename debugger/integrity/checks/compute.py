@@ -4,14 +4,14 @@ from __future__ import annotations
 from collections import Counter
 
 from debugger.integrity import ops
+from debugger.integrity import extension, launchconfig
 from debugger.integrity.compute import ComputeSite
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
 from debugger.integrity.policy import KERNELBENCH, STRICT
-from debugger.integrity import extension, launchconfig
 from debugger.integrity.reference import ReferenceProfile
-from debugger.integrity.syntax import call_args, line, string_value, text, walk
 from debugger.integrity.values import Kind
+from debugger.source.tree import call_args, line, string_value, text, walk
 
 COMPILERS = ("torch.compile", "torch.jit.", "torch._dynamo", "torch.export", "torch._inductor",
              "torch.fx.", "torch.cuda.graphs.make_graphed_callables")

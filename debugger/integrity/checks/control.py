@@ -10,8 +10,9 @@ from debugger.integrity.checks.compute import judge
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
 from debugger.integrity.policy import KERNELBENCH
-from debugger.integrity.syntax import Function, call_args, line, strip_parens, text, walk
+from debugger.integrity.syntax import Function
 from debugger.integrity.values import Kind
+from debugger.source.tree import call_args, line, text, unparen, walk
 
 _METADATA = re.compile(r"\.(shape|dtype|device|is_cuda|ndim|layout)\b|\.(size|numel|dim|stride|is_contiguous|"
                        r"data_ptr|element_size)\s*\(")
@@ -112,7 +113,7 @@ def _shortcut(ctx: Context, fn: Function, branch: Node, returned: bool) -> str |
     if branch.type != "block" and not returned:
         return None  # a conditional expression that is not returned: only its compute counts
     returns = [branch] if branch.type != "block" else [
-        strip_parens(r.named_children[0]) for r in walk(branch)
+        unparen(r.named_children[0]) for r in walk(branch)
         if r.type == "return_statement" and r.named_children]
     for value in returns:
         if ctx.kinds.kind(value, fn) == Kind.INPUT:
@@ -274,7 +275,7 @@ def _launched_names_before(ctx: Context, fn: Function, position: int) -> set[str
 
 def _is_result(ctx: Context, fn: Function, value: Node, position: int) -> bool:
     """The value is an output: a kernel-written tensor, a computed tensor, or the input itself."""
-    value = strip_parens(value)
+    value = unparen(value)
     kind = ctx.kinds.kind(value, fn)
     if kind == Kind.INPUT:
         return True
@@ -289,7 +290,7 @@ def _is_result(ctx: Context, fn: Function, value: Node, position: int) -> bool:
 
 def _persistent(fn: Function, container: Node) -> bool:
     """A container that outlives the call: an attribute of self, or a module-level name."""
-    container = strip_parens(container)
+    container = unparen(container)
     while container.type == "subscript":
         container = container.child_by_field_name("value")
     if container.type == "attribute":

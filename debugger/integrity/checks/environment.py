@@ -5,8 +5,8 @@ from tree_sitter import Node
 
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
-from debugger.integrity.syntax import call_args, enclosing, line, string_value, text, walk
 from debugger.integrity.values import Kind
+from debugger.source.tree import call_args, enclosing, line, string_value, text, walk
 
 PATCHABLE_ROOTS = {"torch", "time", "triton", "builtins", "numpy", "math", "sys", "os", "gc", "random", "timeit",
                    "functools", "operator", "importlib", "unittest", "pytest", "inspect", "threading", "ctypes"}

@@ -6,8 +6,8 @@ from tree_sitter import Node
 from debugger.integrity import branches, ops
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
-from debugger.integrity.syntax import call_args, enclosing, line, strip_parens, text, walk
 from debugger.integrity.values import Kind
+from debugger.source.tree import call_args, enclosing, line, text, unparen, walk
 
 
 @rule("model_structure", REJECT,
@@ -54,7 +54,7 @@ def _forward_returns(ctx: Context) -> list[Node]:
     for node in walk(ctx.forward.body):
         if node.type == "return_statement" and node.named_children:
             if enclosing(node, "function_definition", "lambda") == ctx.forward.node:
-                returns.append(strip_parens(node.named_children[0]))
+                returns.append(unparen(node.named_children[0]))
     return returns
 
 
@@ -114,7 +114,7 @@ def constant_output(ctx: Context) -> list[Finding]:
 
 
 def _allocator(ctx: Context, node: Node) -> str | None:
-    node = strip_parens(node)
+    node = unparen(node)
     if node.type != "call":
         return None
     callee = node.child_by_field_name("function")

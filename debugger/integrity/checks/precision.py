@@ -5,7 +5,7 @@ from tree_sitter import Node
 
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, Finding, rule
-from debugger.integrity.syntax import call_args, line, string_value, text, walk
+from debugger.source.tree import call_args, line, string_value, text, walk
 
 LOW_DTYPES = {"float16", "half", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8e4nv", "float8e5", "fp8e4nv",
               "fp8e5", "float8e4b15"}

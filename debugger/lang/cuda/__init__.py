@@ -12,12 +12,12 @@ from functools import lru_cache
 
 from debugger.lang import Fact, Kernel, Launch
 from debugger.lang.cuda.facts import kernel_facts
-from debugger.lang.cuda.recipes import RECIPES
 from debugger.lang.cuda.host_facts import combines, launch_facts
+from debugger.lang.cuda.recipes import RECIPES
 from debugger.lang.cuda.sources import find_sources, python_code
 from debugger.lang.cuda.unit import Function, Unit
 from debugger.recipes import register
-from debugger.recipes.syntax import text
+from debugger.source.tree import text
 
 
 @lru_cache(maxsize=32)
@@ -84,7 +84,7 @@ def _running_stats_from_python(src: str, python: str) -> list[Fact]:
     import re
 
     from debugger.lang.cuda.sources import PythonFile
-    from debugger.recipes.syntax import enclosing, walk as pywalk
+    from debugger.source.tree import enclosing, walk as pywalk
 
     if re.search(r"\btraining\b", python):
         return []

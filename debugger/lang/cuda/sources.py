@@ -17,7 +17,7 @@ from functools import cached_property
 
 from tree_sitter import Node
 
-from debugger.recipes.syntax import call_args, parse_tree, text, unparen, walk
+from debugger.source.tree import call_args, parse_tree, text, unparen, walk
 
 LOADERS = ("load_inline", "load")
 _KERNELISH = re.compile(r"__global__|<<<")

@@ -18,8 +18,8 @@ from tree_sitter import Node
 
 from debugger.lang.cuda.sources import PythonFile
 from debugger.lang.cuda.unit import Unit
-from debugger.recipes.base import Edit
-from debugger.recipes.syntax import text, walk
+from debugger.source.edits import Edit
+from debugger.source.tree import text, walk
 
 MIN_LITERAL = 12  # shorter literals ("", ", ") are too ambiguous to locate in a unit's text
 

@@ -13,7 +13,8 @@ from functools import lru_cache
 
 from debugger.lang import Fact, Kernel, Launch
 from debugger.lang.triton.facts import kernel_facts
-from debugger.recipes.syntax import Source, call_args, line, text
+from debugger.recipes.syntax import Source
+from debugger.source.tree import call_args, line, text
 
 
 @lru_cache(maxsize=32)

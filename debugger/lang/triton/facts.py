@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from debugger.lang import Fact
-from debugger.recipes.syntax import Source, call_args, line, text, walk
+from debugger.recipes.syntax import Source
+from debugger.source.tree import call_args, line, text, walk
 
 
 def _fact(tag: str, node, message: str, kernel: str | None) -> Fact:

@@ -1,0 +1,7 @@
+"""The one Python source layer: what every part of kdebug reads of a candidate's Python file.
+
+`tree` parses with tree-sitter and answers the basic questions of a node (text, line, walk, enclosing,
+call arguments, literals); `edits` turns byte-range edits into a new source. The recipes' Triton kernel
+model (recipes/syntax.py), the integrity gate, diagnosis and the knowledge base's token view
+(knowledge/pysource.py) all stand on it; nothing here imports another kdebug package.
+"""
