@@ -18,7 +18,7 @@ import re
 
 from tree_sitter import Node
 
-from debugger.integrity.syntax import Function, Launch, SourceModule
+from debugger.source.host import Function, Launch, SourceModule
 from debugger.source.tree import call_args, text, unparen, walk
 
 _SIZE_READS = re.compile(r"\.(shape|size|numel|stride|nelement|data_ptr|storage_offset)\b|\blen\s*\(")

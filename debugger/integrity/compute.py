@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from debugger.integrity import ops
-from debugger.integrity.syntax import Function, SourceModule
 from debugger.integrity.values import Kind, ValueKinds
+from debugger.source.host import Function, SourceModule
 from debugger.source.tree import call_args, text, unparen, walk
 
 _ARITH_OPERATORS = {"+", "-", "*", "/", "//", "%", "**"}

@@ -9,8 +9,8 @@ from debugger.integrity import branches
 from debugger.integrity.compute import ComputeSite, compute_sites
 from debugger.integrity.launchconfig import meta_parameters
 from debugger.integrity.reference import ReferenceProfile
-from debugger.integrity.syntax import Function, Launch, SourceModule
 from debugger.integrity.values import Kind, ValueKinds
+from debugger.source.host import Function, Launch, SourceModule
 from debugger.source.tree import text, walk
 
 

@@ -94,11 +94,6 @@ def _kernel_buffers(src: str, before: int) -> set[str]:
     return allocated & launched
 
 
-def looks_like_extension_source(code: str) -> bool:
-    """C++/CUDA text of the kind load_inline compiles."""
-    return bool(re.search(r"__global__|torch::|at::Tensor|#include\s*<|<<<|PYBIND11_MODULE|TORCH_LIBRARY", code))
-
-
 def _strip(code: str) -> str:
     """Comments and string/char literals blanked out, newlines kept (so offsets keep their lines)."""
     out, i, n = [], 0, len(code)

@@ -20,7 +20,7 @@ from debugger.integrity.findings import REJECT, Finding
 from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
 from debugger.integrity.relative import regressions
 from debugger.integrity.static import static_findings
-from debugger.integrity.syntax import SourceModule
+from debugger.source.host import SourceModule
 
 
 @dataclass

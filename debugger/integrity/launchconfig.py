@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from debugger.integrity.syntax import Function
+from debugger.source.host import Function
 from debugger.source.tree import text, walk
 
 _SCALAR_METHODS = {"item", "tolist"}

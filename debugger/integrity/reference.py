@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from debugger.integrity import ops
 from debugger.integrity.compute import ComputeSite, compute_sites
-from debugger.integrity.syntax import Function, SourceModule
 from debugger.integrity.values import Kind, ValueKinds
+from debugger.source.host import Function, SourceModule
 from debugger.source.tree import text, unparen, walk
 
 LOW_PRECISION_DTYPES = {"float16", "half", "bfloat16", "float8_e4m3fn", "float8_e5m2"}

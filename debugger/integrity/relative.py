@@ -14,7 +14,7 @@ from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, Finding
 from debugger.integrity.reference import profile_reference
 from debugger.integrity.rules import get_rule
-from debugger.integrity.syntax import SourceModule
+from debugger.source.host import SourceModule
 
 # Rules whose findings, at any severity, a repair must not add: fallbacks, special cases, precision loss.
 _NOT_ADDED = ("try_except_fallback", "shape_special_case", "training_fallback", "value_dependent_branch",

@@ -6,7 +6,7 @@ from debugger.integrity.findings import REJECT, Finding
 from debugger.integrity.policy import DEFAULT_POLICY, check_policy
 from debugger.integrity.reference import profile_reference
 from debugger.integrity.rules import RULES
-from debugger.integrity.syntax import SourceModule
+from debugger.source.host import SourceModule
 
 
 def static_findings(candidate_src: str, reference_src: str, *, strict_precision: bool = False,

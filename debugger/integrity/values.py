@@ -15,7 +15,7 @@ from enum import IntEnum
 from tree_sitter import Node
 
 from debugger.integrity import ops
-from debugger.integrity.syntax import Function, SourceModule
+from debugger.source.host import Function, SourceModule
 from debugger.source.tree import call_args, text, unparen, walk
 
 

@@ -7,8 +7,8 @@ fix recipes (`recipes`, registered into debugger.recipes when the language loads
 language loads with this package, so whoever imports it proposes the languages' recipes too). Each
 language is a subpackage exposing `LANGUAGE`; adding one is a new folder and a line in `REGISTRY`.
 Two are registered: Triton (lang/triton: its facts; its recipes are debugger.recipes' own) and CUDA
-(lang/cuda: load_inline sources, their facts and recipes). The Python file models still stand apart
-(recipes/syntax.py, integrity/syntax.py, knowledge/pysource.py) until they move to one source layer.
+(lang/cuda: load_inline sources, their facts and recipes).
+The Python file itself is read through debugger/source (tree, edits, the host model of ModelNew).
 """
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from debugger.integrity.findings import REJECT, WARN, Finding, rule
 from debugger.integrity.policy import KERNELBENCH, STRICT
 from debugger.integrity.reference import ReferenceProfile
 from debugger.integrity.values import Kind
+from debugger.source.bindings import looks_like_extension_source
 from debugger.source.tree import call_args, line, string_value, text, walk
 
 COMPILERS = ("torch.compile", "torch.jit.", "torch._dynamo", "torch.export", "torch._inductor",
@@ -141,7 +142,7 @@ def extension_findings(ctx: Context) -> list[tuple[int, extension.ExtensionFindi
     if "load_inline" not in ctx.candidate.src and "cpp_extension" not in ctx.candidate.src:
         return []
     sources = [(node, value) for node in ctx.file_nodes("string")
-               if (value := string_value(node)) and extension.looks_like_extension_source(value)]
+               if (value := string_value(node)) and looks_like_extension_source(value)]
     located = [(node, f) for node, value in sources for f in extension.scan(value)]
     located += [(sources[i][0], f) for i, f in extension.kernel_findings([v for _, v in sources])]
     return [(node.start_point[0] + 1 + f.line_offset, f) for node, f in located]

@@ -10,8 +10,8 @@ from debugger.integrity.checks.compute import judge
 from debugger.integrity.context import Context
 from debugger.integrity.findings import REJECT, WARN, Finding, rule
 from debugger.integrity.policy import KERNELBENCH
-from debugger.integrity.syntax import Function
 from debugger.integrity.values import Kind
+from debugger.source.host import Function
 from debugger.source.tree import call_args, line, text, unparen, walk
 
 _METADATA = re.compile(r"\.(shape|dtype|device|is_cuda|ndim|layout)\b|\.(size|numel|dim|stride|is_contiguous|"

@@ -1,9 +1,10 @@
-"""Parse Python with tree-sitter and answer the structural questions the integrity rules ask.
+"""The host model of a candidate's Python file: ModelNew, what its forward reaches, and its launches.
 
 One `SourceModule` per file: its imports and aliases (so `T.mm`, `mm` and `F.linear` resolve to
 `torch.mm` and `torch.nn.functional.linear`), its classes and functions, its Triton kernels, the
 functions `ModelNew.forward` reaches inside the file, and the kernel launches `kernel[grid](...)`.
-No name resolution beyond this: the rules are tripwires, the dynamic half of the gate audits.
+Extension calls count as launches through the file's extension bindings (bindings.py). No name
+resolution beyond this: the integrity rules that read it are tripwires, the dynamic half of the gate audits.
 """
 from __future__ import annotations
 
@@ -308,7 +309,7 @@ class SourceModule:
     @cached_property
     def extensions(self):
         """How the file binds and calls its compiled extensions (bindings.py)."""
-        from debugger.integrity.bindings import ExtensionBindings
+        from debugger.source.bindings import ExtensionBindings
 
         return ExtensionBindings(self)
 

@@ -16,15 +16,20 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from debugger.integrity.syntax import EXTENSION_LOADERS
+from debugger.source.host import EXTENSION_LOADERS
 from debugger.source.tree import call_args, string_value, text, unparen, walk
 
 if TYPE_CHECKING:
-    from debugger.integrity.syntax import SourceModule
+    from debugger.source.host import SourceModule
 
 _PYBIND_DEF = re.compile(r"\b\w+\s*\.\s*def\s*\(\s*\"(\w+)\"")
 _TORCH_LIBRARY = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT|_IMPL)?\s*\(\s*(\w+)\s*,")
 _LIBRARY_DEF = re.compile(r"\"(?:(\w+)::)?(\w+)\s*\(")
+
+
+def looks_like_extension_source(code: str) -> bool:
+    """C++/CUDA text of the kind load_inline compiles."""
+    return bool(re.search(r"__global__|torch::|at::Tensor|#include\s*<|<<<|PYBIND11_MODULE|TORCH_LIBRARY", code))
 
 
 class ExtensionBindings:
@@ -123,8 +128,6 @@ class ExtensionBindings:
     @cached_property
     def sources(self) -> list[str]:
         """The C++/CUDA texts of the file: every plain string literal that looks like extension source."""
-        from debugger.integrity.extension import looks_like_extension_source
-
         return [v for n in walk(self.module.root) if n.type == "string"
                 and (v := string_value(n)) and looks_like_extension_source(v)]
 
