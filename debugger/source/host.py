@@ -14,6 +14,7 @@ from functools import cached_property
 
 from tree_sitter import Node
 
+from debugger.source.imports import alias_table, import_bindings, imported_modules, resolve_with, wildcard_modules
 from debugger.source.tree import call_args, line, parse_tree, string_value, text, unparen, walk
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
@@ -90,95 +91,32 @@ class SourceModule:
                 return line(node)
         return 1
 
-    # -- imports and aliases -------------------------------------------------------------------
+    # -- imports and aliases (imports.py) ------------------------------------------------------
     @cached_property
     def imports(self) -> list[tuple[str, str, Node]]:
         """(bound name, qualified module or object, node) for every import in the file."""
-        found = []
-        for node in walk(self.root):
-            if node.type == "import_statement":
-                for item in node.children_by_field_name("name"):
-                    if item.type == "aliased_import":
-                        found.append((text(item.child_by_field_name("alias")),
-                                      text(item.child_by_field_name("name")), node))
-                    else:
-                        dotted = text(item)
-                        found.append((dotted.split(".")[0], dotted.split(".")[0], node))
-            elif node.type == "import_from_statement":
-                module = text(node.child_by_field_name("module_name"))
-                for item in node.children_by_field_name("name"):
-                    if item.type == "aliased_import":
-                        name = text(item.child_by_field_name("name"))
-                        found.append((text(item.child_by_field_name("alias")), f"{module}.{name}", node))
-                    else:
-                        found.append((text(item), f"{module}.{text(item)}", node))
-        return found
+        return import_bindings(self.root)
 
     @cached_property
     def imported_modules(self) -> list[tuple[str, Node]]:
         """Every module named by an import statement (`from a.b import c` names a.b and a.b.c)."""
-        modules = []
-        for node in walk(self.root):
-            if node.type == "import_statement":
-                for item in node.children_by_field_name("name"):
-                    target = item.child_by_field_name("name") if item.type == "aliased_import" else item
-                    modules.append((text(target), node))
-            elif node.type == "import_from_statement":
-                module = text(node.child_by_field_name("module_name"))
-                modules.append((module, node))
-                for item in node.children_by_field_name("name"):
-                    target = item.child_by_field_name("name") if item.type == "aliased_import" else item
-                    modules.append((f"{module}.{text(target)}", node))
-        return modules
+        return imported_modules(self.root)
 
     @cached_property
     def wildcard_modules(self) -> list[str]:
         """Modules imported with `from m import *`."""
-        return [text(n.child_by_field_name("module_name")) for n in walk(self.root)
-                if n.type == "import_from_statement"
-                and any(c.type == "wildcard_import" for c in n.children)]
+        return wildcard_modules(self.root)
 
     @cached_property
     def aliases(self) -> dict[str, str]:
         """Local name -> qualified name, from imports and from `F = torch.nn.functional`-style assignments."""
-        table = {name: target for name, target, _ in self.imports}
-        assignments = []
-        for node in walk(self.root):
-            if node.type == "assignment":
-                left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-                if left is not None and right is not None and left.type == "identifier":
-                    if unparen(right).type in ("attribute", "identifier", "call"):
-                        assignments.append((text(left), unparen(right)))
-        for _ in range(3):  # aliases of aliases
-            for name, right in assignments:
-                if right.type == "call":
-                    continue
-                target = self._resolve_with(table, right)
-                if target is not None and target != name:
-                    table[name] = target
-        return table
-
-    def _resolve_with(self, table: dict[str, str], node: Node) -> str | None:
-        node = unparen(node)
-        if node.type == "identifier":
-            return table.get(text(node))
-        if node.type == "attribute":
-            base = self._resolve_with(table, node.child_by_field_name("object"))
-            return f"{base}.{text(node.child_by_field_name('attribute'))}" if base else None
-        if node.type == "call":  # getattr(torch, "mm") with a literal name
-            fn = node.child_by_field_name("function")
-            if fn is not None and text(fn) == "getattr":
-                positional, _ = call_args(node)
-                if len(positional) >= 2 and string_value(positional[1]) is not None:
-                    base = self._resolve_with(table, positional[0])
-                    return f"{base}.{string_value(positional[1])}" if base else None
-        return None
+        return alias_table(self.root, self.imports)
 
     def resolve(self, node: Node | None) -> str | None:
         """The qualified dotted name an identifier or attribute chain refers to, if it is imported."""
         if node is None:
             return None
-        found = self._resolve_with(self.aliases, node)
+        found = resolve_with(self.aliases, node)
         if found is None and node.type == "identifier" and self.wildcard_modules:
             name = text(node)
             if name not in self.defined_names:
