@@ -231,7 +231,12 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     gpu_fixed = any(e.get("gpu") and e["result"] == "fixed" for e in diag.experiments)
     if experiments and report.status in ("mismatch", "runtime_error") and early is None and not gpu_fixed:
         # experiments are how support is found: they follow the raw scores, not the support order
-        order = [h["bug_class"] for h in sorted(prelim, key=lambda h: -h.get("raw_score", h["score"]))]
+        # (every class with a raw score: the ranked list ends at its first zero score, and a supported class
+        # with none, ranked above unsupported ones, hid groupnorm's pointer_advance; ties keep that order)
+        raw, pos = ranking.score_classes(tags, diag.recipe_sites, [], sanitizer_findings), \
+            {h["bug_class"]: i for i, h in enumerate(prelim)}
+        order = sorted((c for c, v in raw.items() if v["score"] > 0 or c in pos),
+                       key=lambda c: (-raw[c]["score"], pos.get(c, len(pos))))
         diag.experiments += run_experiments(case, report, patches + guesses, order,
                                            device=device,
                                            budget=experiment_budget, timeout=timeout, seconds=experiment_seconds)

@@ -19,16 +19,17 @@ def failing_specs(report) -> list[dict]:
 
 def run_experiments(case: Case, report, patches: list, order: list[str], *, device: str, budget: int = 6,
                     timeout: float = 60.0, seconds: float | None = None) -> list[dict]:
-    """Try up to `budget` patches, classes in `order` first; stop at the first that fixes everything,
-    or once `seconds` have gone (a slow candidate must not spend minutes on guesses)."""
+    """Try up to `budget` patches, round-robin over the recipes (classes in `order` first); stop at the
+    first that fixes everything, or once `seconds` have gone (a slow candidate must not spend minutes on
+    guesses)."""
     specs = failing_specs(report)
     if not specs or budget <= 0:
         return []
     baseline = len(specs)
     rank = {cls: i for i, cls in enumerate(order)}
-    # Within a class, the first patch of every recipe before any recipe's second: a budget of three
-    # must not go to three variants of one recipe.
-    keys = sorted(zip((rank.get(p.bug_class, len(rank)) for p in patches), sibling_ranks(patches), range(len(patches))))
+    # Every recipe's first patch, classes in order, before any recipe's second: a budget of three must
+    # not go to three sites of one recipe (depthwise_conv's three mask bounds starved its bias index).
+    keys = sorted(zip(sibling_ranks(patches), (rank.get(p.bug_class, len(rank)) for p in patches), range(len(patches))))
     queue = [patches[i] for *_, i in keys]
     results = []
     seen = set()
