@@ -197,6 +197,70 @@ def test_a_fixable_zero_grid_is_not_a_rewrite():
     assert any(e["result"] == "fixed" and e["recipe"] == "grid_cdiv" for e in d.experiments), d.experiments
 
 
+SCALE_REF = ROWS_REF.replace("torch.softmax(x, dim=-1)", "x * 2.0").replace("randn(12, 40)", "randn(6, 300)")
+
+# A near-miss that leaves most of the output unwritten: the loop walks the row's blocks but only the
+# load's pointer advances, so every block is stored over the row's first one.
+STALE_STORE = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_rows_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x_ptrs = x_ptr + row * n_cols + cols
+    y_ptrs = y_ptr + row * n_cols + cols
+    for start in range(0, n_cols, BLOCK):
+        mask = start + cols < n_cols
+        x = tl.load(x_ptrs, mask=mask, other=0.0)
+        tl.store(y_ptrs, x * 2.0, mask=mask)
+        x_ptrs += BLOCK
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        scale_rows_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=64)
+        return y
+'''
+
+# Never written in full: the store sits after the loop and writes one block per row; advance_pointers
+# still proposes (the loop's load stays put), but no pointer it moves can write the rest.
+ONE_BLOCK_STORE = STALE_STORE.replace('''        tl.store(y_ptrs, x * 2.0, mask=mask)
+        x_ptrs += BLOCK
+''', '''        y = x * 2.0
+    tl.store(y_ptrs, y, mask=cols < n_cols)
+''')
+
+
+def test_a_store_that_stays_put_in_its_loop_is_not_a_rewrite():
+    from types import SimpleNamespace
+
+    from debugger.diagnose.rewrite import stale_loop_stores, verdict
+    from debugger.recipes import propose_all
+
+    assert stale_loop_stores(STALE_STORE) == [17] and stale_loop_stores(ONE_BLOCK_STORE) == []
+    unwritten = SimpleNamespace(experiments=[], probes={},
+                                error_maps={"seed0": [{"symptoms": ["mostly_unwritten"], "frac_wrong": 0.8}]})
+    untried = [{"recipe": "advance_pointers", "bug_class": "pointer_advance"}]
+    for src in (STALE_STORE, ONE_BLOCK_STORE):
+        assert "advance_pointers" in {p.recipe for p in propose_all(src)}
+    assert verdict(unwritten, STALE_STORE, untried) is None
+    assert verdict(unwritten, ONE_BLOCK_STORE, untried)["reason"] == "no_store_reaches_most_of_the_output"
+    # and in the diagnosis the repair loop runs (its budget of three experiments): advance_pointers is tried
+    d = diagnose(_case(STALE_STORE, SCALE_REF), "cpu", localise=False, experiment_budget=3)
+    assert d.needs_rewrite is None, d.needs_rewrite
+    assert any(e["recipe"] == "advance_pointers" and e["result"] == "fixed" for e in d.experiments), d.experiments
+
+
 # ---- the ranking follows the run's evidence -----------------------------------------------------
 
 
@@ -212,6 +276,31 @@ def test_operator_families_come_from_code_not_comments():
     ref = "# thunlp/TritonBench @ 603e28a\nimport torch\ndef f(x):\n    '''no matmul here'''\n    return x.exp()\n"
     assert reference_families(ref) == set()
     assert reference_families("def f(a, b):\n    return a @ b\n") == {"matmul"}
+
+
+def test_experiments_follow_every_scored_class_and_take_each_recipe_in_turn(monkeypatch):
+    """The experiments' order has every class with a score (pointer_advance scores behind supported
+    classes scoring nothing), and a recipe's second site waits for every other recipe's first."""
+    from types import SimpleNamespace
+
+    import debugger.diagnose as diagnosis
+    import debugger.diagnose.experiments as experiments
+
+    orders = []
+    monkeypatch.setattr(diagnosis, "run_experiments",
+                        lambda case, report, patches, order, **kw: orders.append(order) or [])
+    diagnosis.diagnose(_case(STALE_STORE, SCALE_REF), "cpu", localise=False, experiment_budget=3)
+    assert orders and "pointer_advance" in orders[0], orders
+    tried = []
+    monkeypatch.setattr(experiments, "evaluate", lambda case, *a, **kw: tried.append(case.candidate_src) or
+                        SimpleNamespace(status="mismatch", failed_checks=[1], message=""))
+    sites = [("fix_mask_bound", "mask_missing")] * 3 + [("broadcast_axis", "broadcast_axis")]
+    patches = [SimpleNamespace(recipe=r, bug_class=c, new_src=f"{r}{i}", description="", sites=[])
+               for i, (r, c) in enumerate(sites)]
+    report = SimpleNamespace(failed_checks=[SimpleNamespace(spec={"name": "seed0"})], status="mismatch")
+    experiments.run_experiments(_case(STALE_STORE, SCALE_REF), report, patches, ["mask_missing", "broadcast_axis"],
+                                device="cpu", budget=3)
+    assert tried == ["fix_mask_bound0", "broadcast_axis3", "fix_mask_bound1"]
 
 
 # ---- the kb stops when no recipe applies to the evidence ----------------------------------------

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from debugger.recipes.indexing import loops
+from debugger.recipes.pointers import stale_accesses
 from debugger.recipes.syntax import Source, line, walk
 
 PLACEHOLDER = re.compile(
@@ -19,7 +21,8 @@ PLACEHOLDER = re.compile(
     r"for demonstration|dummy (implementation|kernel|computation)|\bstub\b|todo:? implement|"
     r"this should be replaced|incorrect placeholder|simplified (stand-?in|approximation)",
     re.IGNORECASE)
-# Classes whose recipes can restore coverage (grids, program ids, masks, store offsets).
+# Classes whose recipes can restore coverage (grids, program ids, masks, store offsets); and
+# advance_pointers where a loop's store stays put (stale_loop_stores).
 COVERAGE_CLASSES = ("grid_undercount", "unwritten_output", "mask_missing", "program_id_axis")
 MOSTLY_WRONG = 0.5
 
@@ -35,6 +38,22 @@ def placeholder_lines(src: str) -> list[tuple[int, str]]:
             if n.type in ("comment", "string") and PLACEHOLDER.search(n.text.decode(errors="replace")):
                 out.append((line(n), n.text.decode(errors="replace").strip()[:120]))
     return out
+
+
+def stale_loop_stores(src: str) -> list[int]:
+    """Lines of the stores in a kernel's loop whose address is the same on every iteration: each
+    iteration overwrites the last one's elements, so most of the output stays unwritten, and
+    advancing the pointer (advance_pointers) restores the coverage."""
+    s = Source(src)
+    if not s.ok:
+        return []
+    return sorted({line(c) for k in s.kernels for loop in loops(k) for c in stale_accesses(k, loop, "tl.store")})
+
+
+def _restores_coverage(untried: list[dict], src: str) -> bool:
+    """An untried proposal could write the part of the output the stores miss."""
+    return any(p["bug_class"] in COVERAGE_CLASSES for p in untried) or \
+        (any(p["recipe"] == "advance_pointers" for p in untried) and bool(stale_loop_stores(src)))
 
 
 def _seed_maps(error_maps: dict) -> list[dict]:
@@ -104,7 +123,7 @@ def verdict(diag, src: str, untried: list[dict]) -> dict | None:
                         "as NaN")
     else:
         return None
-    if any(p["bug_class"] in COVERAGE_CLASSES for p in untried):
+    if _restores_coverage(untried, src):
         return None
     tried = sorted({e["recipe"] for e in exps})
     evidence.append("no recipe restores the coverage" + (f" (tried: {', '.join(tried)})" if tried else ""))

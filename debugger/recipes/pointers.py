@@ -72,6 +72,13 @@ def loop_varying(k: Kernel, loop: Loop) -> set[str]:
     return names
 
 
+def stale_accesses(k: Kernel, loop: Loop, *calls: str) -> list[Node]:
+    """The `calls` (tl.load, tl.store) in the loop's body whose address is the same on every iteration."""
+    changed = loop_varying(k, loop)
+    return [c for c in k.calls(*calls)
+            if inside(c, loop.body) and not k.deps.closure(identifiers(pointer(c))) & changed]
+
+
 def append_to_loop(s: Source, loop: Loop, code: str) -> Edit:
     stmts = [c for c in loop.body.named_children if c.type != "comment"]
     last = stmts[-1]
@@ -99,15 +106,7 @@ class AdvancePointers(Recipe):
     def _propose(self, s: Source, hints: dict):
         for k in s.kernels:
             for loop in loops(k):
-                changed = loop_varying(k, loop)
-                stale, edits_by = [], []
-                for c in k.calls("tl.load", "tl.store"):
-                    if not inside(c, loop.body):
-                        continue
-                    ptr = pointer(c)
-                    if k.deps.closure(identifiers(ptr)) & changed:
-                        continue
-                    stale.append(c)
+                stale = stale_accesses(k, loop, "tl.load", "tl.store")
                 if stale:
                     yield from self._fix_stale(s, k, loop, stale)
                 yield from self._fix_amount(s, k, loop)
