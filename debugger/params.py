@@ -7,7 +7,9 @@ tensor drawn under the same seed, whatever its name), then by creation order and
 unmatched candidate tensor, in the order the constructor made it, takes the first unmatched reference
 tensor of the same shape and kind; last, a tensor whose first two dimensions are the reference's swapped
 (a ConvTranspose weight, (in, out, k...), held in a convolution's (out, in, k...) layout, a Linear
-weight held as (in, out) for `x @ W`) takes the reference's values transposed. Creation order is
+weight held as (in, out) for `x @ W`) takes the reference's values transposed, and one whose shape differs
+only by size-1 dimensions (a bias held as (1,) for the reference's (1, 1, 1): the same draws under the
+seed) takes them reshaped. Creation order is
 recorded while the model is built (every parameter, buffer or tensor attribute assigned to any module,
 in sequence), because state_dict order lists a module's own parameters before its children's, which is
 not the order the RNG was drawn in.
@@ -46,7 +48,7 @@ class Pair:
     candidate: str
     reference: str
     shape: list[int]
-    by: str  # name | value | order | transposed (dims 0 and 1 of the reference tensor swapped)
+    by: str  # name | value | order | transposed (dims 0 and 1 of the reference tensor swapped) | reshaped
     own_init_diff: float | None = None  # max |candidate's own init - reference| (None: not measured)
 
 
@@ -163,6 +165,16 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
         if r is not None:
             matched[c.name] = (r, "transposed")
             ref_left.remove(r)
+    for c in candidate:  # the reference's elements held in a shape differing only by size-1 dimensions
+        if c.name in matched:
+            continue
+        core = _without_ones(c.shape)
+        named = by_name.get(c.name)
+        pool = [r for r in ref_left if r is named] + ref_left  # its own name first, then creation order
+        r = next((r for r in pool if _without_ones(r.shape) == core and r.floating == c.floating), None)
+        if r is not None:
+            matched[c.name] = (r, "reshaped")
+            ref_left.remove(r)
     for c in candidate:
         if c.name in matched:
             r, how = matched[c.name]
@@ -173,9 +185,15 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
     return result
 
 
+def _without_ones(shape) -> list[int]:
+    return [d for d in shape if d != 1]
+
+
 def in_candidate_layout(pair: Pair, tensor: torch.Tensor) -> torch.Tensor:
     """The reference tensor of a pair as the candidate holds it."""
-    return tensor.transpose(0, 1) if pair.by == "transposed" else tensor
+    if pair.by == "transposed":
+        return tensor.transpose(0, 1)
+    return tensor.reshape(pair.shape) if pair.by == "reshaped" else tensor
 
 
 def copy_values(mapping: ParameterMap, reference: list[NamedTensor], candidate: list[NamedTensor]) -> None:

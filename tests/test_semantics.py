@@ -401,3 +401,40 @@ def test_parameter_init_fix_copies_every_matched_tensor_once_the_holder_shifts_t
     after = evaluate(case_from_sources(AFFINE_REF, patch.new_src), "cpu",
                      checks=[standard_checks()[0], kernelbench_checks()[0]], semantics="kernelbench")
     assert after.status == "pass", after.message
+
+
+# A scalar bias the reference holds as (1, 1) and the candidate as (1,): the same draw under the seed
+# (real gemini level2/36 holds Model's (1, 1, 1) bias as (1,), and failed params_redrawn for it).
+SCALAR_BIAS_REF = AFFINE_REF.replace("self.shift = nn.Parameter(torch.randn(n))",
+                                     "self.shift = nn.Parameter(torch.randn(1, 1))")
+SCALAR_BIAS_KERNEL = AFFINE_KERNEL.replace("b = tl.load(b_ptr + col, mask=mask)", "b = tl.load(b_ptr)")
+
+
+def scalar_bias_candidate(bias_init: str) -> str:
+    return SCALAR_BIAS_KERNEL.replace("INIT", "self.gamma = nn.Parameter(torch.rand(n) + 0.5)\n"
+                                              f"        self.shift = nn.Parameter({bias_init})") \
+        .replace("SCALE", "self.gamma").replace("SHIFT", "self.shift")
+
+
+def test_a_tensor_held_without_its_size_one_dimensions_is_matched_and_carries_redrawn_weights():
+    report = evaluate(case_from_sources(SCALAR_BIAS_REF, scalar_bias_candidate("torch.randn(1)")), "cpu",
+                      checks=[standard_checks()[0], standard_checks()[-1], kernelbench_checks()[0]])
+    assert _pairs(report)["shift"] == ("shift", "reshaped")
+    assert report.status == "pass", report.message
+    assert [c.name for c in report.checks if c.passed] == ["seed0", "params_redrawn", "kb_trial0"]
+
+
+def test_parameter_init_fix_copies_a_reshaped_tensor_in_the_candidates_shape():
+    from debugger.recipes.parameter_init import parameter_init_patch
+
+    own = scalar_bias_candidate("torch.zeros(1)")
+    before = evaluate(case_from_sources(SCALAR_BIAS_REF, own), "cpu",
+                      checks=[standard_checks()[0], kernelbench_checks()[0]], semantics="kernelbench")
+    assert before.status == "mismatch" and before.verdicts["kernel"]["status"] == "pass"
+    assert _pairs(before)["shift"] == ("shift", "reshaped")
+    patch = parameter_init_patch(own, SCALAR_BIAS_REF, before.parameter_map)
+    assert patch is not None and ".reshape(_dst.shape)" in patch.new_src
+    after = evaluate(case_from_sources(SCALAR_BIAS_REF, patch.new_src), "cpu",
+                     checks=[standard_checks()[0], standard_checks()[-1], kernelbench_checks()[0]],
+                     semantics="kernelbench")
+    assert after.status == "pass", after.message

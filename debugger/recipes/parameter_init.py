@@ -120,8 +120,9 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
     indent = " " * new_init.body[0].col_offset
     first = next((s for s in new_init.body if _is_super_init(s)), None)
     build_at = first.end_lineno if first is not None else new_init.body[0].lineno - 1
-    plain = [p for p in pairs if p.get("by") != "transposed"]
+    plain = [p for p in pairs if p.get("by") not in ("transposed", "reshaped")]
     swapped = [p for p in pairs if p.get("by") == "transposed"]
+    reshaped = [p for p in pairs if p.get("by") == "reshaped"]
     copy = f"{indent}with torch.no_grad():  # Model's initial values, drawn in Model's order (parameter_init)\n"
     if plain:
         copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in plain)
@@ -131,6 +132,11 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
         copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in swapped)
         copy += (f"{indent}    for _own, _model in ({copy_pairs},):  # held with dims 0 and 1 swapped\n"
                  f"{indent}        {HELPER}(self, _own).copy_({HELPER}(_model_parameters, _model).transpose(0, 1))\n")
+    if reshaped:  # the same elements in a shape differing by size-1 dimensions (e.g. (1,) for (1, 1, 1))
+        copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in reshaped)
+        copy += (f"{indent}    for _own, _model in ({copy_pairs},):  # held in another shape of size-1 dims\n"
+                 f"{indent}        _dst = {HELPER}(self, _own)\n"
+                 f"{indent}        _dst.copy_({HELPER}(_model_parameters, _model).reshape(_dst.shape))\n")
     build = f"{indent}_model_parameters = {HOLDER}({args})  # first: the RNG is drawn in Model's order\n"
     end = new_init.end_lineno
     out = lines[:build_at] + [build] + lines[build_at:end] + [copy] + lines[end:]
