@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from debugger import gpu_check, trace
 from debugger.case import Case
+from debugger.gpu_memory import crowded_out
 from debugger.records import CheckResult, ErrorSignature, EvalReport, OutputStats
 from debugger.sandbox import WorkerDied, WorkerTimeout, get_sandbox
 from debugger.sandbox.channel import blob_to_tensors
@@ -377,6 +378,10 @@ def _finish(ev: Evaluation, t_start: float) -> Evaluation:
     if report.status in ("pass", "mismatch", "runtime_error", "timeout", "compile_error") and report.checks:
         report.message = _message(report) if not (report.status != "pass" and not report.failed_checks) \
             else report.message
+    skipped = [c for c in report.checks if c.status == "skipped" and not c.not_applicable]
+    if report.status != "pass" and not report.failed_checks and skipped and not report.message:
+        report.message = (f"not judged: {len(skipped)} of {len(report.checks)} checks could not run "
+                          f"(first: {skipped[0].name}: {skipped[0].message})")
     report.seconds = time.perf_counter() - t_start
     return ev
 
@@ -405,8 +410,9 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
         check.status, check.message = "runtime_error", f"candidate crashed: {e}"
         return None
     if not header.get("ok"):
-        check.status = header.get("status", "runtime_error")
-        check.message = f"candidate raised {header.get('error')}"
+        crowded = crowded_out(header.get("error"))
+        check.status = "skipped" if crowded else header.get("status", "runtime_error")
+        check.message = f"candidate: {crowded}" if crowded else f"candidate raised {header.get('error')}"
         return None
     return header, blob
 
@@ -444,8 +450,9 @@ def _run_kernelbench_trial(check, spec, reference, candidate, timeout) -> str | 
     try:
         ref_header, _ = reference.request({"op": "run", "spec": spec}, timeout=timeout)
         if not ref_header.get("ok"):
-            check.status, check.message = "skipped", f"reference failed: {ref_header.get('error', '')}"
-            return "invalid_reference"
+            crowded = crowded_out(ref_header.get("error"))
+            check.status, check.message = "skipped", f"reference failed: {crowded or ref_header.get('error', '')}"
+            return None if crowded else "invalid_reference"
         cmp_header, _ = reference.request({"op": "compare", "run": 1, "semantics": "kernelbench",
                                            "kb_tolerance": spec["kb_tolerance"]}, run[1], timeout=timeout)
     except (WorkerTimeout, WorkerDied) as e:
@@ -492,8 +499,9 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
             check.status, check.passed, check.not_applicable = "skipped", False, True
             check.message = f"reference does not accept these inputs ({ref_header.get('error')})"
             return None
-        check.status, check.message = "skipped", ref_header.get("error", "")
-        return "invalid_reference"
+        crowded = crowded_out(ref_header.get("error"))
+        check.status, check.message = "skipped", f"reference: {crowded}" if crowded else ref_header.get("error", "")
+        return None if crowded else "invalid_reference"
     second = _candidate_run(candidate, spec, 2, SENTINEL_POISON, timeout, check)
     if second is None:
         return "dead" if candidate.dead else None

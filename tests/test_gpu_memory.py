@@ -1,0 +1,75 @@
+"""Out-of-memory errors on a shared GPU: the other processes' doing is a skipped check, the run's own
+use a runtime error (the messages are PyTorch's, as the H200 printed them in run 5 of 2026-12-04)."""
+from debugger.case import case_from_sources
+from debugger.evaluate import evaluate, standard_checks
+from debugger.gpu_memory import crowded_out, held_by_others
+
+SHARED = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of "
+          "139.80 GiB of which 19.25 MiB is free. Process 2328 has 64.73 GiB memory in use. Process 2334 has "
+          "8.62 GiB memory in use. Process 2522 has 18.07 GiB memory in use. Process 2574 has 518.00 MiB memory "
+          "in use. Process 2611 has 47.80 GiB memory in use. Of the allocated memory 512.00 MiB is allocated by "
+          "PyTorch, and 6.00 MiB is reserved by PyTorch but unallocated.")
+OWN = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 96.00 GiB. GPU 0 has a total capacity of "
+       "139.80 GiB of which 30.10 GiB is free. Process 51 has 108.20 GiB memory in use. Including non-PyTorch "
+       "memory, this process has 107.70 GiB memory in use. Of the allocated memory 106.00 GiB is allocated by "
+       "PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.")
+
+
+def test_memory_held_by_other_processes_is_their_doing():
+    others = held_by_others(SHARED)
+    assert abs(others / (1 << 30) - (64.73 + 8.62 + 18.07 + 0.518 + 47.80 - 0.518)) < 0.05
+    assert "other processes held" in crowded_out(SHARED)
+
+
+def test_a_runs_own_allocation_is_not_excused():
+    assert held_by_others(OWN) < 1 << 30
+    assert crowded_out(OWN) is None
+    assert crowded_out("RuntimeError: CUDA error: an illegal memory access was encountered") is None
+    assert crowded_out("OutOfMemoryError: CUDA out of memory.") is None  # says nothing of the others
+
+
+REFERENCE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CANDIDATE = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if x.abs().max() > 0:
+            raise torch.cuda.OutOfMemoryError(MESSAGE)
+        return x * 2.0
+'''
+
+
+def _check(message: str):
+    src = CANDIDATE.replace("MESSAGE", repr(message.split(": ", 1)[1]))
+    report = evaluate(case_from_sources(REFERENCE, src), "cpu", checks=[standard_checks()[0]])
+    return report, report.checks[0]
+
+
+def test_a_check_crowded_out_of_the_gpu_is_skipped_with_its_reason_not_failed():
+    report, check = _check(SHARED)
+    assert check.status == "skipped" and "other processes held" in check.message
+    assert report.verdicts["kernel"]["failed"] == [] and "seed0" in report.verdicts["kernel"]["skipped"]
+    assert report.status != "pass" and report.message.startswith("not judged: 1 of 1 checks could not run")
+    report, check = _check(OWN)
+    assert check.status == "runtime_error" and "106.00 GiB is allocated" in check.message
+    assert report.status == "runtime_error"
