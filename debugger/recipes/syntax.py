@@ -353,20 +353,6 @@ class Source:
                 out.append(Launch(self, n, k, f.child_by_field_name("subscript")))
         return out
 
-    def host_function_of(self, node: Node) -> Node | None:
-        return enclosing(node, "function_definition")
-
-    def forward(self) -> Node | None:
-        """ModelNew.forward, if present."""
-        for n in walk(self.root):
-            if n.type == "class_definition" and text(n.child_by_field_name("name")) == "ModelNew":
-                for s in n.child_by_field_name("body").named_children:
-                    fn = s.child_by_field_name("definition") if s.type == "decorated_definition" else s
-                    if fn is not None and fn.type == "function_definition" and \
-                            text(fn.child_by_field_name("name")) == "forward":
-                        return fn
-        return None
-
     def line_start(self, node: Node) -> int:
         """Byte offset of the start of node's first line."""
         return self.data.rfind(b"\n", 0, node.start_byte) + 1
