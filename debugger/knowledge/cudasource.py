@@ -37,9 +37,9 @@ BODY_FIELDS = ("body", "consequence")
 
 def parse(text: str) -> tree_sitter.Tree:
     """The tree-sitter CUDA tree of `text` (never raises; syntax errors become ERROR nodes)."""
-    from debugger.lang.cuda.unit import _PARSER
+    from debugger.lang.cuda.unit import parse_tree  # on first use: loading the languages is not free
 
-    return _PARSER.parse(text.encode())
+    return parse_tree(text)
 
 
 def kept(name: str) -> bool:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from debugger.lang.cuda.unit import Function, ancestors, call_args, identifiers, text, unparen, walk
+from debugger.lang.cuda.unit import Function, call_args, identifiers
+from debugger.source.tree import ancestors, text, unparen, walk
 
 RELATIONAL = {"<", "<=", ">", ">="}
 ATOMIC = re.compile(r"^atomic\w+$|^__\w*atomic\w*$")

@@ -29,8 +29,8 @@ from tree_sitter import Node
 
 from debugger.lang import Fact
 from debugger.lang.cuda.access import Access, accesses, covered, guards, inside, loops
-from debugger.lang.cuda.unit import (BLOCK, SYNC, THREAD, Function, ancestors, call_args, identifiers, text,
-                                     unparen, walk)
+from debugger.lang.cuda.unit import BLOCK, SYNC, THREAD, Function, call_args, identifiers
+from debugger.source.tree import ancestors, text, unparen, walk
 
 HALF = re.compile(r"\b(half2?|__half2?|__nv_bfloat16\w*|nv_bfloat16\w*|(at|c10)::(Half|BFloat16))\b")
 SHUFFLE = re.compile(r"^__shfl\w*$|^__reduce_\w+_sync$")

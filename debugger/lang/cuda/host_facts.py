@@ -19,7 +19,8 @@ from tree_sitter import Node
 
 from debugger.lang import Fact
 from debugger.lang.cuda.access import accesses
-from debugger.lang.cuda.unit import Function, KernelLaunch, Unit, call_args, identifiers, text, unparen, walk
+from debugger.lang.cuda.unit import Function, KernelLaunch, Unit, call_args, identifiers
+from debugger.source.tree import text, unparen, walk
 
 _CEIL = re.compile(r"ceil|div_?up|cdiv|round_?up", re.I)
 _CAP = re.compile(r"\b(?:std::)?(?:min|fminf?|MIN)\s*\(")

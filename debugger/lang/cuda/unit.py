@@ -16,6 +16,7 @@ import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser
 
 from debugger.lang.cuda.sources import ExtensionSource
+from debugger.source.tree import ancestors, text, unparen, walk
 
 LANGUAGE = Language(tree_sitter_cuda.language())
 _PARSER = Parser(LANGUAGE)
@@ -26,30 +27,9 @@ BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 SYNC = re.compile(r"^(__syncthreads\w*|__syncwarp|__threadfence_block|sync|barrier\w*|\w*arrive_and_wait)$")
 
 
-def text(node: Node | None) -> str:
-    return node.text.decode(errors="replace") if node is not None else ""
-
-
-def walk(node: Node):
-    """Pre-order walk of `node` and its descendants."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
-
-
-def ancestors(node: Node):
-    p = node.parent
-    while p is not None:
-        yield p
-        p = p.parent
-
-
-def unparen(node: Node) -> Node:
-    while node.type == "parenthesized_expression" and node.named_child_count == 1:
-        node = node.named_children[0]
-    return node
+def parse_tree(code: str):
+    """The tree-sitter CUDA tree of `code` (never raises; syntax errors become ERROR nodes)."""
+    return _PARSER.parse(code.encode())
 
 
 def identifiers(node: Node | None) -> set[str]:
@@ -282,7 +262,7 @@ class Unit:
 
     def __init__(self, source: ExtensionSource):
         self.source = source
-        self.tree = _PARSER.parse(source.text.encode())
+        self.tree = parse_tree(source.text)
         self.root = self.tree.root_node
 
     def pyline(self, node: Node) -> int | None:

@@ -13,9 +13,10 @@ from typing import Iterable, Iterator
 from tree_sitter import Node
 
 from debugger.lang.cuda.splice import UnitSplice, error_count
-from debugger.lang.cuda.unit import SYNC, Function, Unit, text, walk
+from debugger.lang.cuda.unit import SYNC, Function, Unit
 from debugger.recipes.base import Patch, Recipe
 from debugger.recipes.syntax import Source
+from debugger.source.tree import text, walk
 
 UnitEdit = tuple[int, int, str]
 INDENT = "    "

@@ -19,11 +19,12 @@ import ast
 from typing import Iterator
 
 from debugger.lang.cuda.splice import UnitSplice, error_count
-from debugger.lang.cuda.unit import identifiers, walk
+from debugger.lang.cuda.unit import identifiers
 from debugger.recipes.base import Patch, Recipe
 from debugger.recipes.batchnorm_train import MOMENTUM_HELPER, forward_edits, module_insert_point, stats_sites
 from debugger.recipes.syntax import Source
 from debugger.source.edits import Edit
+from debugger.source.tree import walk
 from debugger.source.tree import call_args, text, unparen
 
 FN = "bn_batch_stats_train"

@@ -15,7 +15,8 @@ from tree_sitter import Node
 from debugger.lang.cuda.access import accesses, inside
 from debugger.lang.cuda.facts import in_place_divisions as fact_divisions
 from debugger.lang.cuda.recipes.base import CudaRecipe, UnitEdit, starts_line, indent_at, line_start
-from debugger.lang.cuda.unit import Function, Unit, ancestors, text, walk
+from debugger.lang.cuda.unit import Function, Unit
+from debugger.source.tree import ancestors, text, walk
 
 DECODING_OPS = ("/", "%", ">>", "&")
 RELATIONAL = ("<", "<=", ">", ">=", "==", "!=")

@@ -20,7 +20,8 @@ from debugger.lang.cuda.host_facts import _capped, _floor_divisions, _leaves, _s
 from debugger.lang.cuda.recipes.base import (CudaRecipe, UnitEdit, line_start, size_choices, starts_line,
                                              statements, syncs_in, wrap_rest)
 from debugger.lang.cuda.recipes.bounds import guard_edits
-from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers, text, unparen, walk
+from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers
+from debugger.source.tree import text, unparen, walk
 
 _SIMPLE = ("identifier", "number_literal", "call_expression", "field_expression", "parenthesized_expression",
            "subscript_expression")

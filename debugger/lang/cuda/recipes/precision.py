@@ -19,7 +19,8 @@ from debugger.lang.cuda.access import inside, loops
 from debugger.lang.cuda.facts import HALF
 from debugger.lang.cuda.recipes.base import (CudaRecipe, UnitEdit, indent_at, line_start, starts_line,
                                              top_statement)
-from debugger.lang.cuda.unit import Function, Unit, call_args, identifiers, text, unparen, walk
+from debugger.lang.cuda.unit import Function, Unit, call_args, identifiers
+from debugger.source.tree import text, unparen, walk
 
 VECTOR = re.compile(r"2\b|2_t\b")
 HELPER = "kdebug_to_float"
