@@ -368,6 +368,34 @@ exec "$@"
 '''
 
 
+def _can_isolate() -> bool:
+    """Whether this machine lets a process move into a network namespace of its own (root)."""
+    from debugger.sandbox import guard
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if guard.isolate_network() else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+@pytest.mark.skipif(not _can_isolate(), reason="this machine keeps every process in one network namespace")
+def test_under_the_sanitizer_the_candidate_worker_keeps_the_network_namespace(tmp_path):
+    """compute-sanitizer's library in the worker reports to the tool over local TCP: a candidate worker
+    moved into an empty network namespace (as it is outside the sanitizer) never finished a run on the
+    H200. Under the launcher it stays in the parent's namespace (the candidate asserts it)."""
+    here = os.readlink("/proc/self/ns/net")
+    src = TRITON_CANDIDATE.replace('        y = torch.empty_like(x)\n',
+                                   f'        assert os.readlink("/proc/self/ns/net") == {here!r}, "isolated"\n'
+                                   '        y = torch.empty_like(x)\n', 1)
+    assert "isolated" in src
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text(FAKE_SANITIZER.replace("LINE", str(_line(src, "tl.store"))))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    result = run_tool(Case("t", TRITON_REFERENCE, src), {"name": "seed0", "kind": "seed", "seed": 0}, "memcheck",
+                      str(fake), device="cpu")
+    assert result["status"] == "ran", result
+
+
 def test_a_worker_runs_under_the_launcher_and_its_log_is_read(tmp_path):
     """The plumbing on the interpreter: zygote started under the launcher, the check run in a worker,
     the sanitizer's environment passed on (the candidate asserts it), the log parsed and placed at the

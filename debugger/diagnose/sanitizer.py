@@ -79,8 +79,11 @@ class SanitizedSandbox(Sandbox):
                  device: str = "cuda"):
         super().__init__(device, timeout=timeout)
         self.scratch_root = Path(tempfile.mkdtemp(prefix=f"kdebug-sanitizer-{tool}-"))
+        # KDEBUG_UNDER_SANITIZER keeps the candidate worker in this network namespace: the tool's library
+        # in the worker reports to its front end over a local TCP connection, which the empty namespace
+        # a candidate normally gets cuts off, and the run then never finishes.
         env = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "NVCC_APPEND_FLAGS": "-lineinfo",
-               "KDEBUG_TORCH_EXTENSIONS_BASE": str(build_base)}
+               "KDEBUG_TORCH_EXTENSIONS_BASE": str(build_base), "KDEBUG_UNDER_SANITIZER": tool}
         self.launcher = (exe, "--tool", tool, "--target-processes", "all", "--launch-timeout", "0",
                          "--print-limit", str(PRINT_LIMIT), "--log-file", str(log_dir / f"{tool}.%p.log"),
                          *TOOL_FLAGS.get(tool, ()), shutil.which("env") or "/usr/bin/env",
