@@ -7,6 +7,8 @@ of its own under a time limit, side by side. Prints one line per variant (second
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +21,10 @@ if pid == 0:
     x = torch.ones(1 << 10, device='cuda'); print('child sum', float(x.sum()), flush=True); os._exit(0)
 print('parent waited', os.waitpid(pid, 0)[1])
 """
+# The forked child first moves into an empty network namespace, as the sandbox's candidate worker did
+# before a7bb1ff: whether that alone stalls the tool.
+FORKED_NETNS = FORKED.replace("if pid == 0:\n", "if pid == 0:\n    import ctypes; print('unshare', "
+                              "ctypes.CDLL(None).unshare(0x40000000), flush=True)\n")
 KDEBUG = """
 import sys, time, json
 sys.path.insert(0, 'tests')
@@ -47,17 +53,19 @@ def main() -> int:
         "memcheck_torch_all": [san, "--tool", "memcheck", "--target-processes", "all", py, "-c", TORCH_OP],
         "memcheck_fork_all": [san, "--tool", "memcheck", "--target-processes", "all", py, "-c", FORKED],
         "memcheck_fork_app_only": [san, "--tool", "memcheck", "--target-processes", "application-only", py, "-c", FORKED],
+        "memcheck_fork_netns_all": [san, "--tool", "memcheck", "--target-processes", "all", py, "-c", FORKED_NETNS],
         "kdebug_run_tool": [py, "-c", KDEBUG, str(a.limit - 20)],
     }
     procs = {}
     for name, cmd in variants.items():
-        procs[name] = (time.monotonic(), subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        procs[name] = (time.monotonic(), subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                          text=True, start_new_session=True))
     for name, (t0, p) in procs.items():
         try:
             out, _ = p.communicate(timeout=max(1.0, a.limit - (time.monotonic() - t0)))
             rc = p.returncode
         except subprocess.TimeoutExpired:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)  # the whole group: a child left holding the pipe would block
             out, _ = p.communicate()
             rc = "timeout"
         print(f"== {name}: {time.monotonic() - t0:.1f} s, exit {rc}\n{(out or '')[-1500:]}\n", flush=True)
