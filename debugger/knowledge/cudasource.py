@@ -14,6 +14,7 @@ from __future__ import annotations
 import tree_sitter
 
 from debugger.knowledge.pysource import ParsedSource, Statement, Token, leaf_tokens
+from debugger.source.tree import walk
 
 LANGUAGE = "cuda"
 KEPT = {
@@ -70,7 +71,7 @@ def tokens(text: str, tree: tree_sitter.Tree | None = None) -> list[Token]:
     tree = tree or parse(text)
     data = text.encode()
     params = set()
-    for node in _walk(tree.root_node):
+    for node in walk(tree.root_node):
         if node.type == "function_definition":
             params.update(_parameters(node))
 
@@ -79,14 +80,6 @@ def tokens(text: str, tree: tree_sitter.Tree | None = None) -> list[Token]:
         return node.type == "identifier" and not qualified and (tok in params or not kept(tok))
 
     return leaf_tokens(tree, data, STRINGS, abstractable)
-
-
-def _walk(node: tree_sitter.Node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
 
 
 def statements(tree: tree_sitter.Tree) -> list[Statement]:
