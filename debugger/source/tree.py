@@ -2,8 +2,9 @@
 questions asked of its nodes (text, line, walk, enclosing, call arguments, literals, names).
 
 The recipes' Triton kernel model (recipes/syntax.py), the host model of ModelNew the integrity gate reads
-(source/host.py) and the knowledge base's token view (knowledge/pysource.py) all stand on these; nothing here knows about Triton, CUDA or ModelNew. Nodes are tree-sitter `Node`s; text, walk,
-ancestors and unparen know no grammar, so the CUDA trees (lang/cuda, knowledge/cudasource.py) use them too.
+(source/host.py) and the knowledge base's token view (knowledge/pysource.py) all stand on these; nothing
+here knows about Triton, CUDA or ModelNew. Nodes are tree-sitter `Node`s; text, walk, ancestors and
+unparen know no grammar, so the CUDA trees (lang/cuda, knowledge/cudasource.py) use them too.
 """
 from __future__ import annotations
 
