@@ -438,3 +438,22 @@ def test_parameter_init_fix_copies_a_reshaped_tensor_in_the_candidates_shape():
                      checks=[standard_checks()[0], standard_checks()[-1], kernelbench_checks()[0]],
                      semantics="kernelbench")
     assert after.status == "pass", after.message
+
+
+def test_parameter_init_is_proved_when_the_seeds_are_within_kernelbenchs_tolerance_only():
+    """A kernel off by 2e-3 (inside KernelBench's 1e-2, outside kdebug's tolerance) whose ModelNew
+    builds its own weights: under KernelBench's semantics the init is what fails the pipeline, so
+    parameter_init leads on the experiment, with the small error as a second finding; under the kernel
+    semantics the seeds' failure keeps it a weak finding."""
+    from debugger.diagnose.semantics import parameter_init_hypothesis
+
+    off = OWN_INIT.replace("x * s + b, mask=mask", "x * s + b + 0.002, mask=mask")
+    assert off != OWN_INIT
+    checks = [standard_checks()[0], kernelbench_checks()[0]]
+    report = evaluate(case_from_sources(AFFINE_REF, off), "cpu", checks=checks, semantics="kernelbench")
+    assert report.verdicts["kernel"]["status"] == "mismatch" and report.status == "mismatch"
+    found = parameter_init_hypothesis(report)
+    assert found["score"] == 9.0 and "within KernelBench's tolerance" in found["evidence"][0]
+    assert "miss kdebug's own tolerance" in found["evidence"][1]
+    kernel_only = evaluate(case_from_sources(AFFINE_REF, off), "cpu", checks=checks)
+    assert parameter_init_hypothesis(kernel_only)["score"] == 1.0
