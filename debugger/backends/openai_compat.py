@@ -53,7 +53,8 @@ def build_prompt(candidate_src: str, reference_src: str, diagnosis: dict, retrie
     parts = ["## Reference (PyTorch, the ground truth)", "```python", reference_src.strip(), "```",
              "## Current kernel", "```python", candidate_src.strip(), "```", "## Diagnosis",
              diagnosis.get("prompt_text") or diagnosis.get("summary", "")]
-    for hit in retrieved.get("patterns", [])[:3]:
+    parts += kernel_lang.cuda_context(candidate_src, diagnosis)
+    for hit in kernel_lang.for_language(candidate_src, retrieved.get("patterns") or [])[:3]:
         parts += [f"## Known failure pattern: {hit.get('title', hit.get('id'))} ({hit.get('bug_class')})",
                   hit.get("text", "")[:1500]]
     ref_kernel = retrieved.get("reference_kernel")
@@ -89,6 +90,7 @@ class OpenAIBackend:
         if not model:
             raise BackendError("no model configured for the openai backend: pass --model or set KDEBUG_MODEL")
         self.model = model
+        self.stopped: dict | None = None  # why the last propose proposed nothing
         self.retries = retries
         self.backoff = backoff
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout,
@@ -127,9 +129,32 @@ class OpenAIBackend:
         return (text, *usage_of(resp))
 
     def propose(self, candidate_src: str, diagnosis: dict, retrieved: dict, context: dict) -> list[Proposal]:
+        """One proposal; an answer without edit blocks, or whose edits cannot be applied (or leave a file
+        that does not parse, or has lost its CUDA kernels), is answered with the reason and asked again
+        (`max_nudges` times), then the call proposes nothing and `stopped` says why."""
+        from debugger.backends.tools import ToolError, checked
+
+        self.stopped = None
         messages = build_prompt(candidate_src, context["reference_src"], diagnosis, retrieved, context.get("feedback"))
-        text, p_tok, c_tok = self.complete(messages)
-        edits = parse_edits(text)
+        p_tok = c_tok = 0
+        for attempt in range(getattr(self, "max_nudges", 2) + 1):
+            text, p, c = self.complete(messages)
+            p_tok, c_tok = p_tok + p, c_tok + c
+            edits = parse_edits(text)
+            if not edits:
+                reason, why = "model_never_proposed", "the answer has no SEARCH/REPLACE block"
+            else:
+                try:
+                    checked(candidate_src, edits)
+                    break
+                except ToolError as e:
+                    reason, why = "edits_do_not_apply", str(e)
+            messages = [*messages, {"role": "assistant", "content": text},
+                        {"role": "user", "content": f"Not applied: {why}. Answer with SEARCH/REPLACE blocks only."}]
+        else:
+            self.stopped = {"reason": reason, "message": f"{attempt + 1} answers; the last: {why}",
+                            "prompt_tokens": p_tok, "completion_tokens": c_tok}
+            return []
         hyps = diagnosis.get("hypotheses") or []
         return [Proposal(origin="model", description=f"{self.model}: {len(edits)} edit(s)", edits=edits,
                          bug_class=hyps[0]["bug_class"] if hyps else None, prompt_tokens=p_tok,

@@ -6,11 +6,13 @@ Proposal, which the graph applies, verifies and gates. The graph's outcome is th
 propose_edit call, given at the next `propose` of the run, so the model continues from it.
 
 Degrades cleanly: an endpoint that refuses `tools` falls back to the one-shot edits of
-OpenAIBackend (for the rest of the run); edit blocks answered as plain text are taken as a proposal;
-malformed or unknown tool calls and tool failures go back to the model as errors; long tool outputs
+OpenAIBackend (for the rest of the run); edit blocks answered as plain text are taken as a proposal
+once they apply (tools.checked); malformed or unknown tool calls, edits that do not apply and tool
+failures go back to the model as errors; long tool outputs
 are cut; a loop that ends without a proposal sets `stopped` ({reason, message, tokens}) and proposes
-nothing: model_never_proposed, malformed_tool_calls, tool_call_budget, token_budget or
-wall_clock_budget. Every model call and tool call is a ledger row with its tokens (Ledger.tool_call).
+nothing: model_never_proposed, malformed_tool_calls, edits_do_not_apply (proposals whose edits do not
+apply, or leave a file that no longer parses or has lost its CUDA kernels: tools.checked), tool_call_budget,
+token_budget or wall_clock_budget. Every model call and tool call is a ledger row with its tokens (Ledger.tool_call).
 """
 from __future__ import annotations
 
@@ -68,9 +70,15 @@ def first_message(bench: tools.Workbench, retrieved: dict, available: list[tools
              "## Current kernel", "```python", src.strip(), "```"]
     parts.append(kernel_lang.where(src))
     parts += ["## Diagnosis", bench.diagnosis.get("prompt_text") or bench.diagnosis.get("summary", "")]
-    titles = [f"- {h.get('id')}: {h.get('title')} ({h.get('bug_class')})" for h in retrieved.get("patterns", [])[:3]]
+    parts += kernel_lang.cuda_context(src, bench.diagnosis)
+    patterns = kernel_lang.for_language(src, retrieved.get("patterns") or [])
+    titles = [f"- {h.get('id')}: {h.get('title')} ({h.get('bug_class')})" for h in patterns[:3]]
     if titles:
         parts += ["## Known failure patterns that may apply (search_knowledge reads them)", *titles]
+    ref_kernel = retrieved.get("reference_kernel") or {}
+    if ref_kernel.get("id"):
+        parts.append(f"## The closest correct kernel in the knowledge base: {ref_kernel['id']} "
+                     f"(read_reference_kernel reads it)")
     parts.append(f"Tools: {', '.join(t.name for t in available)}. Investigate, then call propose_edit.")
     return "\n".join(parts)
 
@@ -145,7 +153,7 @@ class OpenAIToolBackend(OpenAIBackend):
         budget = (run.limits.token_budget if run else 10**9) - spent.get("prompt", 0) - spent.get("completion", 0)
         deadline = (context.get("started_at") or time.time()) + (run.limits.wall_budget if run else 1e9)
         used = {"prompt": 0, "completion": 0}
-        nudges = malformed = 0
+        nudges = malformed = bad_edits = 0
 
         def stop(reason: str, message: str) -> list[Proposal]:
             self.stopped = {"reason": reason, "message": message, "prompt_tokens": used["prompt"],
@@ -176,6 +184,16 @@ class OpenAIToolBackend(OpenAIBackend):
             if not calls:
                 edits = parse_edits(msg.content or "")
                 if edits:  # a server that ignores tools, or a model that answers in edit blocks
+                    try:
+                        tools.checked(candidate_src, edits)
+                    except tools.ToolError as e:
+                        bad_edits += 1
+                        if bad_edits >= self.max_malformed:
+                            return stop("edits_do_not_apply", f"{bad_edits} proposals in a row whose edits "
+                                        f"cannot be applied; the last: {e}")
+                        self.messages.append({"role": "user", "content": f"Your edits were not applied: {e}. "
+                                              + NUDGE})
+                        continue
                     return [self._proposal(edits, "", diagnosis, used)]
                 nudges += 1
                 cut = choice.finish_reason == "length"
@@ -185,7 +203,7 @@ class OpenAIToolBackend(OpenAIBackend):
                 self.messages.append({"role": "user", "content": ("Your answer was cut off at the length limit. "
                                                                   if cut else "") + NUDGE})
                 continue
-            proposal, bad = None, 0
+            proposal, bad, refused = None, 0, None
             for call in calls:
                 self.tool_calls += 1
                 name = call.function.name
@@ -198,6 +216,8 @@ class OpenAIToolBackend(OpenAIBackend):
                                            "arguments": call.function.arguments, "seconds": time.time() - t0})
                     continue
                 bad += status == "malformed"
+                if name == "propose_edit" and status == "tool_error":
+                    refused = result[len("error: "):]
                 if len(result) > self.max_tool_chars:
                     result = (result[:self.max_tool_chars]
                               + f"\n[output cut: {len(result) - self.max_tool_chars} more characters]")
@@ -208,6 +228,10 @@ class OpenAIToolBackend(OpenAIBackend):
                 self._say(context, f"  tool {name}: {result.splitlines()[0][:160] if result else ''}")
             if proposal is not None:
                 return [proposal]
+            bad_edits = bad_edits + 1 if refused else 0
+            if bad_edits >= self.max_malformed:
+                return stop("edits_do_not_apply", f"{bad_edits} proposals in a row whose edits cannot be applied; "
+                            f"the last: {refused}")
             malformed = malformed + 1 if bad == len(calls) else 0
             if malformed >= self.max_malformed:
                 return stop("malformed_tool_calls", f"{malformed} turns of malformed or unknown tool calls")

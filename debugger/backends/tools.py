@@ -7,7 +7,8 @@
     localise               debugger.diagnose.localisation.run_localisation (which launch departs)
     search_knowledge       KnowledgeBase.search
     read_reference_kernel  KnowledgeBase.reference_kernel / closest_reference_kernel
-    propose_edit           only checked here (the edits apply to the current kernel); the repair graph
+    propose_edit           only checked here (the edits apply to the current kernel, and leave a file
+                           that parses, with its CUDA kernels still in the load_inline strings); the repair graph
                            applies and verifies them (debugger/backends/openai_tools.py hands them over)
 
 Every tool reads the current best version of the kernel and returns text for the model. A bad
@@ -123,14 +124,44 @@ def _edits(args: dict) -> list[dict]:
     return [{"search": e["search"], "replace": e["replace"]} for e in edits]
 
 
+def broken_by(old_src: str, new_src: str) -> str | None:
+    """Why an edited file is no longer one kdebug can run, or None: Python that no longer parses (a CUDA
+    edit that closed or opened a string literal), or CUDA kernels gone from the load_inline strings."""
+    import ast
+
+    try:
+        ast.parse(old_src)
+    except SyntaxError:
+        return None  # it did not parse before: not the edit's doing
+    try:
+        ast.parse(new_src)
+    except SyntaxError as e:
+        return (f"the edited file is not valid Python (line {e.lineno}: {e.msg}); edit the CUDA code inside "
+                f"its string literal and leave the quotes as they are")
+    if kernel_lang.language(old_src) == "cuda":
+        lost = set(kernel_lang.kernel_names(old_src)) - set(kernel_lang.kernel_names(new_src))
+        if lost and not (kernel_lang.language(new_src) == "cuda" and kernel_lang.kernel_names(new_src)):
+            return (f"the edited file has no CUDA kernel left in its load_inline strings (lost: "
+                    f"{', '.join(sorted(lost))})")
+    return None
+
+
 def checked_edits(bench: Workbench, args: dict) -> tuple[list[dict], str]:
-    """The edits of a propose_edit call and the source they give; ToolError when they do not apply."""
-    edits = _edits(args)
-    new_src, why = apply_edits(bench.case.candidate_src, edits)
+    """The edits of a propose_edit call and the source they give; ToolError when they do not apply or
+    leave a file that cannot run (broken_by)."""
+    return checked(bench.case.candidate_src, _edits(args))
+
+
+def checked(src: str, edits: list[dict]) -> tuple[list[dict], str]:
+    """`edits` applied to `src`: (edits, new source); ToolError with the reason when they cannot be."""
+    new_src, why = apply_edits(src, edits)
     if new_src is None:
         raise ToolError(f"{why}; copy SEARCH text exactly from the current kernel")
-    if new_src == bench.case.candidate_src:
+    if new_src == src:
         raise ToolError("the edits change nothing")
+    broken = broken_by(src, new_src)
+    if broken:
+        raise ToolError(broken)
     return edits, new_src
 
 
@@ -239,8 +270,9 @@ def search_knowledge(bench: Workbench, args: dict) -> str:
         raise ToolError("give `query`: words describing the failure or the fix")
     k = args.get("k", 3)
     k = max(1, min(int(k), 6)) if isinstance(k, (int, float)) else 3
-    hits = bench.knowledge.search(query, bug_class=args.get("bug_class") or None, code=bench.case.candidate_src,
-                                  kind="pattern", k=k)
+    search = dict(bug_class=args.get("bug_class") or None, code=bench.case.candidate_src, kind="pattern", k=k)
+    # the candidate's language first (CUDA patterns for a CUDA kernel), any where it has none
+    hits = bench.knowledge.search(query, language=bench.language, **search) or bench.knowledge.search(query, **search)
     parts = []
     for h in hits:
         try:
@@ -257,7 +289,8 @@ def read_reference_kernel(bench: Workbench, args: dict) -> str:
         raise ToolError("no knowledge base in this run (retrieval is off)")
     name = args.get("name")
     if not name and args.get("query"):
-        hits = kb.search(str(args["query"]), kind="reference_kernel", k=1)
+        hits = (kb.search(str(args["query"]), kind="reference_kernel", k=1, language=bench.language)
+                or kb.search(str(args["query"]), kind="reference_kernel", k=1))
         name = hits[0].id if hits else None
     if not name:
         hit = kb.closest_reference_kernel(bench.case.candidate_src)
