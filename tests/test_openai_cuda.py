@@ -232,6 +232,29 @@ def test_malformed_cuda_replies_stop_with_their_reason_and_no_proposal(name):
         assert all(("arguments are not valid JSON" if name == "bad_json" else words) in t for t in told)
 
 
+@pytest.mark.parametrize("name", ["search_not_in_file", "breaks_the_string_literal", "no_edit_at_all", "bad_json"])
+def test_through_the_repair_graph_a_malformed_reply_is_the_runs_stop_not_an_exception(name, tmp_path):
+    from debugger.case import case_from_sources
+    from debugger.ledger import Ledger
+    from debugger.repair import repair
+    from debugger.settings import resolve
+
+    replies, reason, words = MALFORMED[name]
+    ledger = Ledger(tmp_path / "l.db")
+    with ReplayServer(replies) as server:
+        # on the CPU the CUDA candidate does not build: the run still diagnoses it and asks the model
+        settings = resolve(device="cpu", backend="openai", max_iters=3, timeout=120, base_url=server.base_url,
+                           api_key="k", model="m")
+        result = repair(case_from_sources(SHIFT_REF, SHIFT, name="shift"), settings=settings, ledger=ledger,
+                        write_files=False, write_back=False, retrieval=False)
+        assert len(server.requests) == 3
+    assert (result.status, result.guard) == ("unrepaired", reason)
+    assert result.history == [] and result.repaired_src is None  # nothing was proposed, nothing applied
+    assert result.tokens == {"prompt": 300, "completion": 60}
+    [stop] = [r for r in ledger.tool_calls(result.run_id) if r["kind"] == "stop"]
+    assert stop["detail"].startswith(reason) and words in stop["detail"]
+
+
 @pytest.mark.parametrize("content,reason,words", [
     (blocks(NOT_IN_FILE), "edits_do_not_apply", "SEARCH text not found"),
     (blocks(CLOSES_STRING), "edits_do_not_apply", "not valid Python"),
