@@ -280,7 +280,8 @@ def test_operator_families_come_from_code_not_comments():
 
 def test_experiments_follow_every_scored_class_and_take_each_recipe_in_turn(monkeypatch):
     """The experiments' order has every class with a score (pointer_advance scores behind supported
-    classes scoring nothing), and a recipe's second site waits for every other recipe's first."""
+    classes scoring nothing); a recipe's second site waits for the first of every recipe whose class
+    scores the same, not for those of classes scoring less."""
     from types import SimpleNamespace
 
     import debugger.diagnose as diagnosis
@@ -298,9 +299,14 @@ def test_experiments_follow_every_scored_class_and_take_each_recipe_in_turn(monk
     patches = [SimpleNamespace(recipe=r, bug_class=c, new_src=f"{r}{i}", description="", sites=[])
                for i, (r, c) in enumerate(sites)]
     report = SimpleNamespace(failed_checks=[SimpleNamespace(spec={"name": "seed0"})], status="mismatch")
-    experiments.run_experiments(_case(STALE_STORE, SCALE_REF), report, patches, ["mask_missing", "broadcast_axis"],
-                                device="cpu", budget=3)
-    assert tried == ["fix_mask_bound0", "broadcast_axis3", "fix_mask_bound1"]
+    for scores, want in (({"mask_missing": 1.0, "broadcast_axis": 1.0}, ["fix_mask_bound0", "broadcast_axis3",
+                                                                         "fix_mask_bound1"]),
+                         ({"mask_missing": 2.3, "broadcast_axis": 0.3}, ["fix_mask_bound0", "fix_mask_bound1",
+                                                                         "fix_mask_bound2"])):
+        tried.clear()
+        experiments.run_experiments(_case(STALE_STORE, SCALE_REF), report, patches, ["mask_missing", "broadcast_axis"],
+                                    device="cpu", budget=3, scores=scores)
+        assert tried == want, scores
 
 
 # ---- the kb stops when no recipe applies to the evidence ----------------------------------------

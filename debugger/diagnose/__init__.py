@@ -239,7 +239,8 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                        key=lambda c: (-raw[c]["score"], pos.get(c, len(pos))))
         diag.experiments += run_experiments(case, report, patches + guesses, order,
                                            device=device,
-                                           budget=experiment_budget, timeout=timeout, seconds=experiment_seconds)
+                                           budget=experiment_budget, timeout=timeout, seconds=experiment_seconds,
+                                           scores={c: v["score"] for c, v in raw.items()})
     findings = list(sanitizer_findings) + compile_evidence.findings(compile_fails, diag.recipe_sites)
     if experiments and report.status in ("mismatch", "runtime_error"):
         mode = semantics.eval_mode_experiment(case, report, device, timeout)

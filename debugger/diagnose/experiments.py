@@ -18,18 +18,23 @@ def failing_specs(report) -> list[dict]:
 
 
 def run_experiments(case: Case, report, patches: list, order: list[str], *, device: str, budget: int = 6,
-                    timeout: float = 60.0, seconds: float | None = None) -> list[dict]:
-    """Try up to `budget` patches, round-robin over the recipes (classes in `order` first); stop at the
-    first that fixes everything, or once `seconds` have gone (a slow candidate must not spend minutes on
-    guesses)."""
+                    timeout: float = 60.0, seconds: float | None = None,
+                    scores: dict[str, float] | None = None) -> list[dict]:
+    """Try up to `budget` patches, classes in `order` first, round-robin over the recipes of classes
+    whose `scores` tie (all of them without scores); stop at the first that fixes everything, or once
+    `seconds` have gone (a slow candidate must not spend minutes on guesses)."""
     specs = failing_specs(report)
     if not specs or budget <= 0:
         return []
     baseline = len(specs)
     rank = {cls: i for i, cls in enumerate(order)}
-    # Every recipe's first patch, classes in order, before any recipe's second: a budget of three must
-    # not go to three sites of one recipe (depthwise_conv's three mask bounds starved its bias index).
-    keys = sorted(zip(sibling_ranks(patches), (rank.get(p.bug_class, len(rank)) for p in patches), range(len(patches))))
+    # Among classes the evidence cannot tell apart, every recipe's first patch before any recipe's
+    # second: a budget of three must not go to three sites of one recipe (depthwise_conv's three mask
+    # bounds starved its bias index at the same score); a class that scores higher keeps its variants
+    # first (reverse_cumsum's third scan_inclusive before a hardening int64_offsets).
+    tier = [-round((scores or {}).get(p.bug_class, 0.0), 3) for p in patches]
+    keys = sorted(zip(tier, sibling_ranks(patches), (rank.get(p.bug_class, len(rank)) for p in patches),
+                      range(len(patches))))
     queue = [patches[i] for *_, i in keys]
     results = []
     seen = set()
