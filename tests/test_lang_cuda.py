@@ -489,14 +489,6 @@ def test_diagnose_adds_the_language_facts():
 
 
 # -- the import graph ----------------------------------------------------------------------------
-# Cycles that predate debugger/lang (units importing each other, directly or around a loop), found by
-# this graph on 2026-12-02. Left: backends <-> diagnose (backends/tools.py runs the diagnosis; diagnose
-# takes source_hash from backends/base.py). The restructuring of issue 17 removes it.
-KNOWN_CYCLES = [
-    {"debugger.backends", "debugger.diagnose"},
-]
-
-
 def _unit(module: str) -> str:
     parts = module.split(".")
     return ".".join(parts[:2]) if parts[0] == "debugger" else parts[0]
@@ -579,12 +571,9 @@ def test_the_import_graph_sees_real_edges():
     assert "debugger.diagnose" in edges["debugger.cli"]  # through cli's importlib registrations
 
 
-def test_lang_imports_nothing_that_imports_it_back():
-    edges = import_graph()
-    cycles = strongly_connected(edges)
-    assert not any("debugger.lang" in c for c in cycles)
-    for c in cycles:  # no cycle beyond the known ones
-        assert any(c <= known for known in KNOWN_CYCLES), sorted(c)
+def test_no_package_imports_one_that_imports_it_back():
+    cycles = strongly_connected(import_graph())
+    assert cycles == [], [sorted(c) for c in cycles]
 
 
 @pytest.mark.parametrize("tag", ["cuda_unguarded_store"])

@@ -1,7 +1,6 @@
 """The backend protocol and the Proposal record every backend returns."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
@@ -29,12 +28,6 @@ class Proposal:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def source_hash(src: str) -> str:
-    """Hash of a source with trailing whitespace normalised (what 'already tried' compares)."""
-    norm = "\n".join(line.rstrip() for line in src.strip().splitlines())
-    return hashlib.sha256(norm.encode()).hexdigest()[:16]
 
 
 class Backend(Protocol):

@@ -146,7 +146,7 @@ def _pipeline_only(diag: Diagnosis, report) -> Diagnosis:
 
 def _untried(patches: list, experiments: list[dict]) -> list[dict]:
     """The proposals no experiment ran, as {recipe, bug_class}."""
-    from debugger.backends.base import source_hash
+    from debugger.source.edits import source_hash
 
     ran = {e.get("patch_hash") for e in experiments}
     return [{"recipe": p.recipe, "bug_class": p.bug_class} for p in patches if source_hash(p.new_src) not in ran]

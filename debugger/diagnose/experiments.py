@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import time
 
-from debugger.backends.base import source_hash
 from debugger.case import Case
 from debugger.evaluate import evaluate
 from debugger.recipes import sibling_ranks
+from debugger.source.edits import source_hash
 
 
 def failing_specs(report) -> list[dict]:

@@ -22,13 +22,13 @@ import math
 import re
 import time
 
-from debugger.backends.base import source_hash
 from debugger.case import Case
 from debugger.recipes.base import Patch
 from debugger.recipes.gpu_faults import SCANS, Int64OffsetTerms
 from debugger.recipes.layout import DotIeeePrecision, tf32_dots
 from debugger.recipes.syntax import Source
 from debugger.source.edits import Edit, apply_edits
+from debugger.source.edits import source_hash
 from debugger.source.tree import call_arg, parses, text
 
 SERIAL_CAP = 1 << 16  # programs a serialised launch may run one by one

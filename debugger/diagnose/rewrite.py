@@ -14,7 +14,8 @@ import re
 
 from debugger.recipes.indexing import loops
 from debugger.recipes.pointers import stale_accesses
-from debugger.recipes.syntax import Source, line, walk
+from debugger.recipes.syntax import Source
+from debugger.source.tree import line, walk
 
 PLACEHOLDER = re.compile(
     r"place-?holder|not (yet )?implemented|replace (this |it )?with (an? |the )?(actual|real|proper|correct)|"

@@ -5,14 +5,14 @@ import re
 from collections import defaultdict
 from itertools import combinations
 
-from debugger.recipes.base import Edit, Recipe
+from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import (Loop, index_parts, is_pointer, loops, name_class, suffix_class,
                                        suffix_of, terms)
 from debugger.recipes.masks import pointer
 from debugger.recipes.precision import launch_hosts, tensor_params
-from debugger.recipes.syntax import (ARANGE, Deps, Kernel, Node, Source, body_insert_point, call_arg,
-                                     call_args, identifiers, inside, line, params, target_names, text, unparen,
-                                     walk)
+from debugger.recipes.syntax import ARANGE, Deps, Kernel, Source, body_insert_point, params
+from debugger.source.edits import Edit
+from debugger.source.tree import Node, call_arg, call_args, identifiers, inside, line, target_names, text, unparen, walk
 
 
 def arange_size(k: Kernel, name: str) -> str | None:

@@ -16,7 +16,6 @@ from functools import cached_property
 
 from debugger.source.tree import (Node, call_arg, call_args, dotted, enclosing, identifiers, inside, parse_tree,
                                   target_names, text, unparen, walk)
-from debugger.source.tree import line  # noqa: F401 - recipes/pointers.py and diagnose/rewrite.py still take it from here
 
 PID = "@pid"        # marker prefix: depends on tl.program_id(axis) -> "@pid0", "@pid1", ...
 ARANGE = "@arange"  # marker: depends on tl.arange

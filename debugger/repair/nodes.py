@@ -1,6 +1,6 @@
 """The repair graph's nodes. Each reads the state, does one job, and returns a state update.
 
-Routing is not decided here: graphs/repair.py declares every edge and router.
+Routing is not decided here: repair/graph.py declares every edge and router.
 """
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from dataclasses import replace
 
 from langgraph.runtime import Runtime
 
-from debugger.backends.base import BackendError, source_hash
+from debugger.backends.base import BackendError
 from debugger.backends.edits import apply_edits
 from debugger.backends.ranking import diagnosis_features
 from debugger import gpu_check
 from debugger.case import Case, top_level_names
 from debugger.evaluate import repair_checks, run_evaluation
 from debugger.repair.state import RepairState, RunContext
+from debugger.source.edits import source_hash
 
 EXPERIMENT_SECONDS = 150.0  # a slow candidate's experiments stop here (the loop's iterations test the rest)
 HARNESS_NAMES = {"Model", "get_inputs", "get_init_inputs", "atol", "rtol"}

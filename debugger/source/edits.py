@@ -1,8 +1,10 @@
 """Byte-range edits of a source: replace a node's text or insert at a point, applied together (the way
-every recipe and experiment turns located sites into a new source).
+every recipe and experiment turns located sites into a new source), and the hash that says whether an
+edited source is one already tried.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -45,3 +47,9 @@ def apply_edits(data: bytes, edits: Iterable[Edit]) -> str | None:
     for e in reversed(ordered):
         out = out[:e.start] + e.text.encode() + out[e.end:]
     return out.decode()
+
+
+def source_hash(src: str) -> str:
+    """Hash of a source with trailing whitespace normalised (what 'already tried' compares)."""
+    norm = "\n".join(line.rstrip() for line in src.strip().splitlines())
+    return hashlib.sha256(norm.encode()).hexdigest()[:16]
