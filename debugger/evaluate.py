@@ -64,10 +64,14 @@ def quick_checks() -> list[dict]:
 
 
 def hidden_checks(shape_variants: list[dict] | None = None) -> list[dict]:
-    """Checks the repair loop never sees: other seeds, and other shapes where given."""
+    """Checks the repair loop never sees: other seeds, the same buffers refilled, and other shapes where
+    given."""
     specs = [{"name": f"hidden_seed{s}", "kind": "hidden", "seed": s, "init_seed": s % 5}
              for s in (1009, 2027)]
     specs.append({"name": "hidden_x7neg", "kind": "hidden", "seed": 3041, "transform": "scale:-7"})
+    # The same input buffers called first with other values: an output cached by buffer identity
+    # (data_ptr, id) is replayed here, whatever the allocator happens to reuse between checks.
+    specs.append({"name": "hidden_same_buffers", "kind": "hidden", "seed": 3067, "reuse_buffers": True})
     for i, shapes in enumerate(shape_variants or []):
         specs.append({"name": f"hidden_shape{i}", "kind": "hidden", "seed": 4000 + i, "shapes": shapes})
     return specs

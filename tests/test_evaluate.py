@@ -288,3 +288,26 @@ def test_a_kernel_that_fails_to_compile_at_its_first_launch_says_why():
     done = _finish(Evaluation(report=report), 0.0).report
     assert done.message == ("compile_error on 2/2 checks (first: seed0: CompilationError: at 12:8: "
                             "unsupported tensor index: constexpr[0])")
+
+
+def test_an_output_cached_by_buffer_identity_fails_the_same_buffers_check_and_honest_code_passes():
+    """The add kernel keeping its output on the module under the input's data_ptr: fresh buffers hide it
+    (seed0 passes), the same buffers refilled with other values replay it (hidden_same_buffers fails),
+    whatever the allocator reuses between checks."""
+    from debugger.evaluate import hidden_checks
+
+    cached = HONEST.replace(
+        "        out = torch.empty_like(a)\n",
+        "        slot = '_r' + str(a.data_ptr()) + '_' + str(b.data_ptr())\n"
+        "        if hasattr(self, slot):\n"
+        "            return getattr(self, slot)\n"
+        "        out = torch.empty_like(a)\n").replace("        return out\n",
+                                                   "        setattr(self, slot, out)\n        return out\n")
+    assert cached.count("setattr(self, slot") == 1
+    same = [s for s in hidden_checks() if s["name"] == "hidden_same_buffers"]
+    checks = [standard_checks()[0], *same]
+    report = evaluate(case_from_sources(REFERENCE, cached), "cpu", checks=checks)
+    assert [c.name for c in report.checks if c.passed] == ["seed0"]
+    assert [c.name for c in report.failed_checks] == ["hidden_same_buffers"]
+    honest = evaluate(case_from_sources(REFERENCE, HONEST), "cpu", checks=checks)
+    assert honest.status == "pass", honest.message

@@ -357,6 +357,19 @@ class CandidateRole:
                     "error": "candidate does not define ModelNew"}
         return {"ok": True}
 
+    def _call_on_other_values(self, model, spec: dict, xs: list) -> None:
+        """Call the model once with other values in this call's very input buffers, then put this call's
+        values back into them (an output cached by buffer identity is then replayed by the real call)."""
+        other = inputs.draw_inputs(self.ref_module, dict(spec, seed=spec.get("seed", 0) + 7919), self.device)
+        with torch.no_grad():
+            for x, o in zip(xs, other):
+                if isinstance(x, torch.Tensor) and isinstance(o, torch.Tensor) and o.shape == x.shape:
+                    x.copy_(o)
+            model(*xs)
+            for x, p in zip(xs, self.pristine):
+                if isinstance(x, torch.Tensor):
+                    x.copy_(p)
+
     def run(self, spec: dict) -> tuple[dict, channel.TensorBlob | None]:
         key = _model_key(spec)
         try:
@@ -368,6 +381,11 @@ class CandidateRole:
         if spec.get("call", 1) == 1 or self.pristine is None:
             self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
         xs = [inputs.clone_keeping_layout(x) for x in self.pristine]
+        if spec.get("reuse_buffers"):
+            try:
+                self._call_on_other_values(model, spec, xs)
+            except BaseException as e:  # noqa: BLE001
+                return _error(e, "forward"), None
         poison = spec.get("poison", "nan")
         work = WorkLog(xs) if spec.get("work") else None
         mode = PoisonAndRecord(None if poison is None else float(poison), work=work, recorder=self.recorder)
