@@ -267,3 +267,30 @@ def test_what_pytorch_computes_from_a_launchs_output_derives_from_the_kernels_an
     recorder.active = False
     assert recorder.derived_from_kernels(from_result) and recorder.derived_from_kernels(result)
     assert not recorder.derived_from_kernels(from_input)
+
+
+def test_a_freed_intermediates_storage_stops_counting_as_derived_from_the_kernels():
+    """A later allocation may reuse a freed intermediate's address (`relu(x)` of an input, say): the
+    span is kept only while a tensor holding it lives (the suite saw relu(x) read as derived)."""
+    import types
+
+    import torch
+
+    from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, storage_span
+
+    recorder = LaunchRecorder()
+    module = types.ModuleType("ext")
+    module.double_it = lambda x: x * 2
+    recorder.wrap_extension(module)
+    x = torch.randn(8, 4)
+    recorder.reset(held=[x])
+    recorder.active = True
+    with PoisonAndRecord(None, recorder=recorder):
+        result = module.double_it(x)
+        kept = torch.relu(result)
+        freed = torch.tanh(result)
+        span = storage_span(freed)
+        assert span in recorder._produced_spans()
+        del freed
+    recorder.active = False
+    assert span not in recorder._produced_spans() and storage_span(kept) in recorder._produced_spans()

@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 
 import torch
@@ -95,7 +96,7 @@ class LaunchRecorder:
         self._captured_bytes = 0
         self._patched = []
         self.interpreted: dict = {}  # kernel + argument summary -> (function, summary) (gpu_compile.py)
-        self.derived: set[tuple[int, int]] = set()  # see reset
+        self.derived: dict[tuple[int, int], list] = {}  # see reset
         self.held: list[tuple[int, int]] = []
         self._launch_products: tuple[tuple, list] = ((), [])  # (count of launches and copies, their spans)
 
@@ -104,8 +105,10 @@ class LaunchRecorder:
         self.capture_writes = capture_writes
         # What PyTorch computed from what the kernels wrote: the storage of every op output that read
         # a launch's tensor (the forward's inputs and the model's own tensors, `held`, excepted: a
-        # launch reads them, it does not produce them) or an earlier such output.
-        self.derived: set[tuple[int, int]] = set()
+        # launch reads them, it does not produce them) or an earlier such output. Each span is kept while
+        # a tensor holding it lives (weak references): a freed intermediate's address, reused by a
+        # later allocation (`relu(x)` of an input, say), must not read as derived.
+        self.derived: dict[tuple[int, int], list] = {}
         self.held = [storage_span(t) for t in held or [] if isinstance(t, torch.Tensor)]
         self._launch_products = ((), [])
 
@@ -117,7 +120,16 @@ class LaunchRecorder:
             spans = [s for s in launch_spans(self.launches, self.copies)
                      if not any(h0 < s[1] and s[0] < h1 for h0, h1 in self.held)]
             self._launch_products = (key, spans)
-        return self._launch_products[1] + list(self.derived)
+        return self._launch_products[1] + self._live_derived()
+
+    def _live_derived(self) -> list[tuple[int, int]]:
+        for span in list(self.derived):
+            refs = [r for r in self.derived[span] if r() is not None]
+            if refs:
+                self.derived[span] = refs
+            else:
+                del self.derived[span]
+        return list(self.derived)
 
     def note_op(self, args, kwargs, out) -> None:
         """An aten op ran outside the kernels: its outputs derive from the kernels' work if it read any."""
@@ -126,7 +138,9 @@ class LaunchRecorder:
         produced = self._produced_spans()
         ins = [t for t in _tensors(args) + _tensors(list((kwargs or {}).values())) if t.numel()]
         if any(s0 < e1 and t0 < s1 for t in ins for t0, e1 in [storage_span(t)] for s0, s1 in produced):
-            self.derived.update(storage_span(t) for t in _tensors([out]) if t.numel())
+            for t in _tensors([out]):
+                if t.numel():
+                    self.derived.setdefault(storage_span(t), []).append(weakref.ref(t))
 
     def derived_from_kernels(self, out: torch.Tensor) -> bool:
         """`out` was written by a launch (not as an input it read) or computed from what one wrote."""
