@@ -246,12 +246,14 @@ def test_an_output_pytorch_computes_from_what_the_kernels_wrote_is_kernelbenchs_
     assert not check(discarded, "cpu", full=False, policy="kernelbench").accepted
 
 
-def test_what_pytorch_computes_from_a_launchs_output_derives_from_the_kernels_and_from_an_input_does_not():
+def _recording_an_extension():
+    """A LaunchRecorder over a stand-in extension whose one function doubles its input, recording now,
+    and the input it is held to read: (recorder, module, x)."""
     import types
 
     import torch
 
-    from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord
+    from debugger.sandbox.hooks import LaunchRecorder
 
     recorder = LaunchRecorder()
     module = types.ModuleType("ext")
@@ -260,6 +262,15 @@ def test_what_pytorch_computes_from_a_launchs_output_derives_from_the_kernels_an
     x = torch.randn(8, 4)
     recorder.reset(held=[x])
     recorder.active = True
+    return recorder, module, x
+
+
+def test_what_pytorch_computes_from_a_launchs_output_derives_from_the_kernels_and_from_an_input_does_not():
+    import torch
+
+    from debugger.sandbox.hooks import PoisonAndRecord
+
+    recorder, module, x = _recording_an_extension()
     with PoisonAndRecord(None, recorder=recorder):
         result = module.double_it(x)
         from_result = torch.tanh(torch.relu(result) + 1.0)
@@ -272,19 +283,11 @@ def test_what_pytorch_computes_from_a_launchs_output_derives_from_the_kernels_an
 def test_a_freed_intermediates_storage_stops_counting_as_derived_from_the_kernels():
     """A later allocation may reuse a freed intermediate's address (`relu(x)` of an input, say): the
     span is kept only while a tensor holding it lives (the suite saw relu(x) read as derived)."""
-    import types
-
     import torch
 
-    from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, storage_span
+    from debugger.sandbox.hooks import PoisonAndRecord, storage_span
 
-    recorder = LaunchRecorder()
-    module = types.ModuleType("ext")
-    module.double_it = lambda x: x * 2
-    recorder.wrap_extension(module)
-    x = torch.randn(8, 4)
-    recorder.reset(held=[x])
-    recorder.active = True
+    recorder, module, x = _recording_an_extension()
     with PoisonAndRecord(None, recorder=recorder):
         result = module.double_it(x)
         kept = torch.relu(result)
