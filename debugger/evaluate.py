@@ -421,6 +421,15 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
     return header, blob
 
 
+def _reference_failed(check: CheckResult, error: str | None, prefix: str = "") -> str | None:
+    """The reference's run of a check failed: the check is skipped, and the evaluation stops as
+    invalid_reference, unless other processes crowded the run out of the GPU (only this check is lost)."""
+    crowded = crowded_out(error)
+    check.status = "skipped"
+    check.message = f"reference failed: {crowded}" if crowded else prefix + (error or "")
+    return None if crowded else "invalid_reference"
+
+
 def _varies_inputs(spec: dict) -> bool:
     return spec.get("kind") in ("layout", "hidden", "params") or bool(spec.get("shapes"))
 
@@ -454,9 +463,7 @@ def _run_kernelbench_trial(check, spec, reference, candidate, timeout) -> str | 
     try:
         ref_header, _ = reference.request({"op": "run", "spec": spec}, timeout=timeout)
         if not ref_header.get("ok"):
-            crowded = crowded_out(ref_header.get("error"))
-            check.status, check.message = "skipped", f"reference failed: {crowded or ref_header.get('error', '')}"
-            return None if crowded else "invalid_reference"
+            return _reference_failed(check, ref_header.get("error"), "reference failed: ")
         cmp_header, _ = reference.request({"op": "compare", "run": 1, "semantics": "kernelbench",
                                            "kb_tolerance": spec["kb_tolerance"]}, run[1], timeout=timeout)
     except (WorkerTimeout, WorkerDied) as e:
@@ -503,9 +510,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
             check.status, check.passed, check.not_applicable = "skipped", False, True
             check.message = f"reference does not accept these inputs ({ref_header.get('error')})"
             return None
-        crowded = crowded_out(ref_header.get("error"))
-        check.status, check.message = "skipped", f"reference: {crowded}" if crowded else ref_header.get("error", "")
-        return None if crowded else "invalid_reference"
+        return _reference_failed(check, ref_header.get("error"))
     second = _candidate_run(candidate, spec, 2, SENTINEL_POISON, timeout, check)
     if second is None:
         return "dead" if candidate.dead else None
