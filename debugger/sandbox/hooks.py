@@ -96,7 +96,7 @@ class LaunchRecorder:
         self._captured_bytes = 0
         self._patched = []
         self.interpreted: dict = {}  # kernel + argument summary -> (function, summary) (gpu_compile.py)
-        self.derived: dict[tuple[int, int], list] = {}  # see reset
+        self.derived: dict[tuple[int, int], set] = {}  # see reset
         self.held: list[tuple[int, int]] = []
         self._launch_products: tuple[tuple, list] = ((), [])  # (count of launches and copies, their spans)
 
@@ -106,9 +106,10 @@ class LaunchRecorder:
         # What PyTorch computed from what the kernels wrote: the storage of every op output that read
         # a launch's tensor (the forward's inputs and the model's own tensors, `held`, excepted: a
         # launch reads them, it does not produce them) or an earlier such output. Each span is kept while
-        # a tensor holding it lives (weak references): a freed intermediate's address, reused by a
-        # later allocation (`relu(x)` of an input, say), must not read as derived.
-        self.derived: dict[tuple[int, int], list] = {}
+        # a tensor holding it lives (weak references, dropped as the tensors are freed: _forget): a freed
+        # intermediate's address, reused by a later allocation (`relu(x)` of an input, say), must not
+        # read as derived.
+        self.derived: dict[tuple[int, int], set] = {}
         self.held = [storage_span(t) for t in held or [] if isinstance(t, torch.Tensor)]
         self._launch_products = ((), [])
 
@@ -120,16 +121,7 @@ class LaunchRecorder:
             spans = [s for s in launch_spans(self.launches, self.copies)
                      if not any(h0 < s[1] and s[0] < h1 for h0, h1 in self.held)]
             self._launch_products = (key, spans)
-        return self._launch_products[1] + self._live_derived()
-
-    def _live_derived(self) -> list[tuple[int, int]]:
-        for span in list(self.derived):
-            refs = [r for r in self.derived[span] if r() is not None]
-            if refs:
-                self.derived[span] = refs
-            else:
-                del self.derived[span]
-        return list(self.derived)
+        return self._launch_products[1] + list(self.derived)
 
     def note_op(self, args, kwargs, out) -> None:
         """An aten op ran outside the kernels: its outputs derive from the kernels' work if it read any."""
@@ -140,7 +132,8 @@ class LaunchRecorder:
         if any(s0 < e1 and t0 < s1 for t in ins for t0, e1 in [storage_span(t)] for s0, s1 in produced):
             for t in _tensors([out]):
                 if t.numel():
-                    self.derived.setdefault(storage_span(t), []).append(weakref.ref(t))
+                    span = storage_span(t)
+                    self.derived.setdefault(span, set()).add(weakref.ref(t, _forget(self.derived, span)))
 
     def derived_from_kernels(self, out: torch.Tensor) -> bool:
         """`out` was written by a launch (not as an input it read) or computed from what one wrote."""
@@ -311,6 +304,18 @@ def storage_span(t: torch.Tensor) -> tuple[int, int]:
     """[start, end) byte range of a tensor's storage."""
     s = t.untyped_storage()
     return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def _forget(derived: dict, span: tuple[int, int]):
+    """A weak-reference callback: the tensor is freed, so `span` no longer holds it in `derived` (the
+    recorder's table when the reference was taken; a reset starts a new one)."""
+    def gone(ref) -> None:
+        refs = derived.get(span)
+        if refs is not None:
+            refs.discard(ref)
+            if not refs:
+                del derived[span]
+    return gone
 
 
 def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
