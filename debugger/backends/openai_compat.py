@@ -82,6 +82,7 @@ class OpenAIBackend:
     """Calls a chat-completions endpoint; one proposal per call."""
 
     name = "openai"
+    max_nudges = 2  # answers without usable edits sent back with the reason before propose gives up
 
     def __init__(self, *, base_url: str | None, api_key: str | None, model: str | None, timeout: float = 120.0,
                  retries: int = 3, backoff: float = 1.0):
@@ -137,7 +138,7 @@ class OpenAIBackend:
         self.stopped = None
         messages = build_prompt(candidate_src, context["reference_src"], diagnosis, retrieved, context.get("feedback"))
         p_tok = c_tok = 0
-        for attempt in range(getattr(self, "max_nudges", 2) + 1):
+        for attempt in range(self.max_nudges + 1):
             text, p, c = self.complete(messages)
             p_tok, c_tok = p_tok + p, c_tok + c
             edits = parse_edits(text)
