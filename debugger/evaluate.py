@@ -225,8 +225,13 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
                 report.status = "invalid_input"
                 report.message = f"reference fails on its own inputs: {check.message}"
                 return _finish(ev, t_start)
-            if stop is None and not fail_fast and i + 1 < len(specs) and lost_cuda_context(check):
-                # Its CUDA context is gone: the process is discarded, the next checks get a fresh one.
+            # A crashed candidate (a signal, not a timeout) leaves the next checks to a fresh process too:
+            # a crash on one layout must not leave the hidden checks unrun (a cache cheat crashing on the
+            # transposed check was accepted on the seeds alone).
+            crashed = (stop == "dead" and check.status == "runtime_error" and candidate.dead
+                       and reference is not None and not reference.dead)
+            if not fail_fast and i + 1 < len(specs) and ((stop is None and lost_cuda_context(check)) or crashed):
+                # Its CUDA context is gone or it died: the process is discarded, the next checks get a fresh one.
                 candidate.close()
                 fresh += 1
                 candidate = sandbox.spawn("candidate", setup) if fresh <= MAX_FRESH_CANDIDATES else None
@@ -234,8 +239,10 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
                     ok = candidate is not None and candidate.wait_reply(timeout)[0].get("ok")
                 except (WorkerTimeout, WorkerDied):
                     ok = False
-                if not ok:
-                    stop, why = "dead", f"not run: the candidate lost its CUDA context {fresh} times"
+                if ok:
+                    stop = None
+                else:
+                    stop, why = "dead", (f"not run: the candidate crashed or lost its CUDA context {fresh} times")
             if stop == "dead" and i + 1 < len(specs):
                 for rest in specs[i + 1:]:
                     report.checks.append(CheckResult(name=rest["name"], kind=rest.get("kind", "seed"), passed=False,

@@ -132,3 +132,16 @@ def test_environment_is_scrubbed_of_credentials():
     finally:
         sandbox.close()
         del os.environ["KDEBUG_TEST_SECRET_TOKEN"]
+
+
+def test_after_a_crash_the_next_checks_run_in_a_fresh_worker():
+    """A candidate that crashes on one check (here: non-contiguous inputs) does not take the later checks
+    with it: they run in a fresh worker (a cache cheat crashing on a layout check had its hidden checks
+    skipped, and the gate accepted it on the rest)."""
+    crashy = candidate_doing("if not a.is_contiguous():\n    ctypes.string_at(0)", imports="import ctypes")
+    checks = [{"name": "noncontiguous", "kind": "layout", "seed": 20, "transform": "noncontig"},
+              {"name": "seed0", "kind": "seed", "seed": 0}]
+    report = evaluate(case_from_sources(REFERENCE, crashy), "cpu", checks=checks)
+    crashed, after = report.checks
+    assert crashed.status == "runtime_error" and "crashed" in crashed.message
+    assert after.status == "pass" and after.passed, after.message
