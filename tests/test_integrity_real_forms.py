@@ -328,3 +328,22 @@ def test_a_vendor_call_in_the_else_block_of_host_code_that_launches_the_kernel_i
     assert "torch_compute" in rejected(src, RELU, "strict")
     unconditional = src.replace("    if (x.numel() <= 4096) {\n", "    {\n").replace("    } else {\n", "    }\n    {\n")
     assert "torch_compute" in rejected(unconditional, RELU)
+
+
+def test_tensor_arithmetic_through_cpp_operators_in_host_code_is_aten_compute():
+    """`auto z = y * 2.f + x;` in the extension's host code is ATen's operator overloads computing, as
+    `y.mul(2)` would be; size, pointer and index arithmetic next to it is not."""
+    base = extension_candidate(f"mod = {LOAD}\n", "", "return mod.relu_cuda(x)")
+    epilogue = base.replace("    return y;\n}", "    auto z = y * 2.f;\n    z += x;\n    return -z;\n}")
+    scale_add = ref("torch.relu(x) * 2 + x")
+    messages = [f.message for f in static_findings(epilogue, scale_add, policy="strict") if f.rule == "torch_compute"]
+    assert any("operator * (mul)" in m for m in messages) and any("operator + (add)" in m for m in messages)
+    assert any("unary - (neg)" in m for m in messages)
+    assert "torch_compute" in rejected(epilogue, scale_add, "strict")
+    assert "torch_compute" not in rejected(epilogue, scale_add)  # kernelbench: an elementwise epilogue
+    # every operation of the reference in ATen, the kernel's output never used: rejected under both
+    everything = base.replace("    return y;\n}", "    return x * 2.f + x;\n}")
+    assert "torch_compute" in rejected(everything, ref("x * 2 + x"))
+    honest = base.replace("    return y;\n}", "    int64_t rows = x.size(0) * x.size(1) / 2;\n"
+                          "    float* tail = y.data_ptr<float>() + rows - 1;\n    (void)tail;\n    return y;\n}")
+    assert not [f for f in static_findings(honest, RELU, policy="strict") if f.rule == "torch_compute"]

@@ -4,7 +4,10 @@ candidate's own kernels, or compute through ATen or a vendor library?
 A lexical scan (comments and string literals removed first), not a C++ parser: calls into the
 `torch::`/`at::` namespaces are judged against an allow-list of allocation, metadata and stream
 helpers; tensor methods that compute (`a.matmul(b)`, `x.softmax(-1)`) and cuBLAS/cuDNN calls are
-library compute; a source with host functions but no `__global__` kernel computes without one.
+library compute, and so is arithmetic on tensors through C++ operators in host code (`x + 1`,
+`a * b`, `-x`, `out += bias`: ATen's operator overloads, found on names the host code declares as
+tensors, outside `__global__`/`__device__` bodies); a source with host functions but no `__global__`
+kernel computes without one.
 Each compute finding names its op (`op`), so the compute rule can weigh it under the policy like a
 Python PyTorch call; a reduction of a buffer the host code allocated and handed to a kernel launch
 (`block_sums.sum()`) is marked `finishing`: the last step of a reduction the kernel did.
@@ -49,6 +52,16 @@ _COMPUTE_NAME = re.compile(r"^(?:" + COMPUTE + r")$")
 _FINISHING = {"sum", "mean", "max", "min", "amax", "amin", "prod"}
 _ALLOCATED = re.compile(r"\b(?:auto|torch::Tensor|at::Tensor)\s+(\w+)\s*=\s*(?:torch|at)::(?:empty|zeros|ones|full)\w*\s*\(")
 _RECEIVER = re.compile(r"(\w+)\s*(?:\.|->)\s*$")
+# Host-code names that hold tensors: parameters and locals declared torch::Tensor/at::Tensor, and
+# `auto` locals initialised by a torch::/at:: call or by a tensor method that returns a tensor.
+_TENSOR_DECL = re.compile(r"\b(?:torch|at)::Tensor\s*(?:const\s*)?&{0,2}\s*(\w+)\s*[,)=;{]")
+_TENSOR_AUTO = re.compile(r"\bauto\s*&{0,2}\s*(\w+)\s*=\s*(?:(?:torch|at)::(?!(?:\w+::)*(?:numel|size|stride|"
+                          r"elementSize|typeMetaToScalarType)\b)|\w+\s*\.\s*(?:contiguous|view|reshape|to|clone|"
+                          r"permute|transpose|t|expand|narrow|select|flatten|unsqueeze|squeeze|float|half|"
+                          r"type_as|detach|expand_as|view_as)\s*\()")
+_AUTO = re.compile(r"\bauto\s*&{0,2}\s*(\w+)\s*=\s*([^;]*);")
+_OPERATOR_OP = {"+": "add", "-": "sub", "*": "mul", "/": "div", "neg": "neg"}
+_DEVICE_BODY = re.compile(r"__(?:global|device)__[^;{]*\{")
 # Vendor calls that compute, and the op they stand for; handle and descriptor calls are set-up.
 _VENDOR_OPS = (("gemm", "matmul"), ("gemv", "matmul"), ("ger", "matmul"), ("dot", "matmul"), ("matmul", "matmul"),
                ("Convolution", "conv2d"), ("Pooling", "max_pool2d"), ("Softmax", "softmax"),
@@ -126,6 +139,65 @@ def _line(code: str, pos: int) -> int:
     return code.count("\n", 0, pos)
 
 
+def _device_spans(src: str) -> list[tuple[int, int]]:
+    """(start, end) of every __global__/__device__ function body (braces matched on stripped text)."""
+    spans = []
+    for m in _DEVICE_BODY.finditer(src):
+        depth, i = 0, m.end() - 1
+        while i < len(src):
+            depth += {"{": 1, "}": -1}.get(src[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        spans.append((m.start(), i + 1))
+    return spans
+
+
+def _operator_arithmetic(src: str) -> list[ExtensionFinding]:
+    """ATen through C++ operator overloads in host code: a name declared as a tensor that is an
+    operand of + - * / (or their compound assignments, or unary minus)."""
+    chars = list(src)
+    for start, end in _device_spans(src):
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = " "
+    host = "".join(chars)
+    names = set(_TENSOR_DECL.findall(host)) | set(_TENSOR_AUTO.findall(host))
+    while names:  # `auto z = y + 1;`: a local computed from a tensor as a bare operand is one too
+        bare = re.compile(r"(?<![\w.>:])(?:" + "|".join(map(re.escape, names)) + r")\b(?!\s*(?:\.|->|\[|\(|::))")
+        more = {m.group(1) for m in _AUTO.finditer(host) if bare.search(m.group(2))} - names
+        if not more:
+            break
+        names |= more
+    if not names:
+        return []
+    alt = "|".join(sorted(map(re.escape, names), key=len, reverse=True))
+    # the name itself (not x.size(0), x[0], x->y) on an operator's left: `x + 1`, `x += b`
+    left = re.compile(r"(?<![\w.>:])(" + alt + r")\s*([-+*/])(?![-+>/*])")
+    # the name on an operator's right, not followed by . -> [ ( :: : `2 * x`, `-x`
+    right = re.compile(r"([-+*/])\s*(" + alt + r")\b(?!\s*(?:\.|->|\[|\(|::|[-+]{2}))")
+    found = [(m.start(1), m.group(1), m.group(2)) for m in left.finditer(host)]
+    for m in right.finditer(host):
+        before = host[:m.start()].rstrip()
+        if host[m.start() - 1:m.start() + 1] in ("++", "--", "->") or m.group(1) == "*" and (
+                not before or before[-1] in "(,=;{&" or re.search(r"\b(?:return|const|auto)$", before)):
+            continue  # ++/-- or a dereference, not arithmetic
+        unary = m.group(1) == "-" and (not before or before[-1] in "(,=;{?:" or before.endswith("return"))
+        found.append((m.start(2), m.group(2), "neg" if unary else m.group(1)))
+    out, seen = [], set()
+    for pos, name, sym in sorted(found):
+        line = _line(host, pos)
+        if (line, sym) in seen:
+            continue
+        seen.add((line, sym))
+        op = _OPERATOR_OP[sym]
+        written = "unary -" if sym == "neg" else sym
+        out.append(ExtensionFinding(REJECT, f"extension host code computes with tensor {name} through the C++ "
+                                            f"operator {written} ({op}): ATen computes it, not the candidate's kernel",
+                                    line, op=op))
+    return out
+
+
 def scan(code: str) -> list[ExtensionFinding]:
     """Findings for one extension source (CUDA or C++)."""
     src = _strip(code)
@@ -163,6 +235,7 @@ def scan(code: str) -> list[ExtensionFinding]:
         found.append(ExtensionFinding(REJECT, f"extension calls {m.group(1)}: a vendor library computes it, "
                                               "not the candidate's kernel", _line(src, m.start()), op=op,
                                       fallback=has_launch and _in_conditional_block(src, m.start())))
+    found += _operator_arithmetic(src)
     for m in _VENDOR_SOFT.finditer(src):
         found.append(ExtensionFinding(WARN, f"extension uses {m.group(1)}::{m.group(2)}: a library primitive; "
                                             "check it is not the operator's main work", _line(src, m.start())))
