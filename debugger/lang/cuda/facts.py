@@ -24,6 +24,7 @@ host_facts.py. Tags are prefixed `cuda_` so they never collide with the Triton o
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -55,8 +56,8 @@ def unguarded(fn: Function, acc: list[Access]) -> list[Fact]:
         if loose:
             kind = "store" if a.store else "load"
             out.append(_fact(f"cuda_unguarded_{kind}", fn, a.node,
-                             f"{kind} {text(a.node)} in {fn.name}: the thread-derived index "
-                             f"{', '.join(loose)} is not bounds-checked before it"))
+                        f"{kind} {text(a.node)} in {fn.name}: the thread-derived index "
+                        f"{', '.join(loose)} is not bounds-checked before it"))
     return _first_per_tag(out)
 
 
@@ -121,14 +122,27 @@ def _statement(node):
     return node
 
 
-def shared_no_sync(fn: Function, acc: list[Access]) -> list[Fact]:
+@dataclass(frozen=True)
+class Hazard:
+    """Two accesses of one `__shared__` buffer, one a store, by different threads with no barrier between:
+    `first` then `second` in source order, or, with `loop`, `second` in one iteration of that loop and
+    `first` in the next."""
+
+    first: Access
+    second: Access
+    loop: Node | None = None
+
+
+def shared_hazards(fn: Function, acc: list[Access]) -> list[Hazard]:
+    """Every hazard of the kernel's shared buffers (volatile ones left out): what cuda_shared_no_sync
+    reports (its first per buffer) and what the syncthreads recipe puts a barrier into."""
     volatile = {n for n, d in fn.declared.items() if "volatile" in text(d).split("=")[0]}
     events = [a for a in acc if a.shared and a.base not in volatile]
     syncs = [c.start_byte for c in fn.calls() if _syncs(fn, c, {a.base for a in events})]
-    out, reported = [], set()
+    out = []
     for i, first in enumerate(events):
         for second in events[i + 1:]:
-            if first.base != second.base or not (first.store or second.store) or first.base in reported:
+            if first.base != second.base or not (first.store or second.store):
                 continue
             if first.index_text == second.index_text and _thread_indexed(fn, first):
                 continue  # each thread reads back its own element
@@ -137,16 +151,27 @@ def shared_no_sync(fn: Function, acc: list[Access]) -> list[Fact]:
             s1, s2 = _statement(first.node), _statement(second.node)
             if s1 != s2 and s1.start_byte < s2.start_byte and \
                     not any(s1.start_byte < s < s2.start_byte for s in syncs):
-                out.append(_hazard(fn, first, second, "before"))
-                reported.add(first.base)
+                out.append(Hazard(first, second))
                 continue
             # Across iterations: `second` in one iteration, `first` in the next.
             loop = next((lp for lp in loops(first.node, fn) if inside(second.node, lp)), None)
             body = loop.child_by_field_name("body") if loop is not None else None
             if body is not None and not any(inside_byte(s, body) and (s >= s2.end_byte or s < s1.start_byte)
                                             for s in syncs):
-                out.append(_hazard(fn, second, first, "in the next iteration of the loop, before"))
-                reported.add(first.base)
+                out.append(Hazard(first, second, loop))
+    return out
+
+
+def shared_no_sync(fn: Function, acc: list[Access]) -> list[Fact]:
+    out, reported = [], set()
+    for h in shared_hazards(fn, acc):
+        if h.first.base in reported:
+            continue
+        reported.add(h.first.base)
+        if h.loop is None:
+            out.append(_hazard(fn, h.first, h.second, "before"))
+        else:
+            out.append(_hazard(fn, h.second, h.first, "in the next iteration of the loop, before"))
     return out[:MAX_PER_KERNEL]
 
 
@@ -199,8 +224,8 @@ def half_accumulator(fn: Function) -> list[Fact]:
             right = a.child_by_field_name("right")
             if op in ("+=", "-=") or (op == "=" and name in identifiers(right)):
                 out.append(_fact("cuda_half_accumulator", fn, decl,
-                                 f"{name} is declared {text(decl.child_by_field_name('type'))} and accumulated in a "
-                                 f"loop ({text(a)}) in {fn.name}: half precision sums lose what float keeps"))
+                            f"{name} is declared {text(decl.child_by_field_name('type'))} and accumulated in a "
+                            f"loop ({text(a)}) in {fn.name}: half precision sums lose what float keeps"))
                 break
     return out[:MAX_PER_KERNEL]
 
@@ -238,8 +263,11 @@ def _thread_zero(fn: Function, node) -> bool:
     return False
 
 
-def block_partials(fn: Function, acc: list[Access], combined) -> list[Fact]:
-    """`combined(fn, base)`: whether the launch's host side (or Python) combines what `base` receives."""
+def partial_stores(fn: Function, acc: list[Access], combined) -> list[tuple[str, Access, str]]:
+    """(tag, thread 0's store, message) of a block reduction's result store, at most one: the
+    cuda_block_partials_race / cuda_partials_not_combined / cuda_block_smaller_than_row shapes, also
+    what their recipes (recipes/partials.py, recipes/rowloop.py) rewrite. `combined(fn, base)`: whether
+    the launch's host side (or Python) combines what `base` receives."""
     if not _is_reduction(fn):
         return []
     atomic_targets = {a.base for a in acc if a.atomic}
@@ -253,25 +281,29 @@ def block_partials(fn: Function, acc: list[Access], combined) -> list[Fact]:
         deps = fn.closure(a.index_names(fn))
         lost = set().union(*[_block_axes(fn, x) for x in loads]) - _block_axes(fn, a) if loads else set()
         if lost and not split:  # blocks along another axis (channels of one batch row) share the element
-            out.append(_fact("cuda_block_partials_race", fn, a.node,
-                             f"blocks along {', '.join(sorted(lost))} reduce different parts but thread 0 of each "
-                             f"stores to the same {text(a.node)} in {fn.name} without an atomic: the last one wins"))
+            out.append(("cuda_block_partials_race", a,
+                        f"blocks along {', '.join(sorted(lost))} reduce different parts but thread 0 of each "
+                        f"stores to the same {text(a.node)} in {fn.name} without an atomic: the last one wins"))
         elif split and BLOCK not in deps:
-            out.append(_fact("cuda_block_partials_race", fn, a.node,
-                             f"every block's thread 0 stores its partial to {text(a.node)} in {fn.name} without an "
-                             f"atomic: blocks overwrite each other and the last one wins"))
+            out.append(("cuda_block_partials_race", a,
+                        f"every block's thread 0 stores its partial to {text(a.node)} in {fn.name} without an "
+                        f"atomic: blocks overwrite each other and the last one wins"))
         elif split and not combined(fn, a.base):
-            out.append(_fact("cuda_partials_not_combined", fn, a.node,
-                             f"{fn.name} stores one partial per block to {text(a.node)} but nothing combines the "
-                             f"partials (no atomic, no second pass, no sum)"))
+            out.append(("cuda_partials_not_combined", a,
+                        f"{fn.name} stores one partial per block to {text(a.node)} but nothing combines the "
+                        f"partials (no atomic, no second pass, no sum)"))
         elif not split and not _loops_over_thread(fn, loads) and any(
                 BLOCK in fn.closure(x.index_names(fn)) and THREAD in fn.closure(x.index_names(fn)) for x in loads):
-            out.append(_fact("cuda_block_smaller_than_row", fn, a.node,
-                             f"{fn.name} reduces one element per thread of its block's row and never loops: a row "
-                             f"longer than the block is reduced in part"))
+            out.append(("cuda_block_smaller_than_row", a,
+                        f"{fn.name} reduces one element per thread of its block's row and never loops: a row "
+                        f"longer than the block is reduced in part"))
         if out:
             break
     return out
+
+
+def block_partials(fn: Function, acc: list[Access], combined) -> list[Fact]:
+    return [_fact(tag, fn, a.node, message) for tag, a, message in partial_stores(fn, acc, combined)]
 
 
 def _block_axes(fn: Function, a: Access) -> set[str]:

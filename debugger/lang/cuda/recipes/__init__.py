@@ -11,6 +11,10 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_decode_on_copy | cuda_index_divided_in_place | unwritten_output |
 | cuda_float_accumulator | cuda_half_accumulator | low_precision_accumulator |
 | cuda_bn_batch_stats | cuda_reads_running_stats | train_eval_mode |
+| cuda_syncthreads | cuda_shared_no_sync | write_race |
+| cuda_atomic_partials | cuda_block_partials_race | write_race |
+| cuda_combine_partials | cuda_partials_not_combined | reduction_axis |
+| cuda_block_stride_row | cuda_block_smaller_than_row | reduction_axis |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
@@ -21,10 +25,15 @@ from debugger.lang.cuda.recipes.batchnorm import CudaBatchNormBatchStats
 from debugger.lang.cuda.recipes.bounds import CudaBoundsCheck
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.grid import CudaCeilDivGrid, CudaGridStrideLoop
+from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
 from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
+from debugger.lang.cuda.recipes.rowloop import CudaBlockStrideRow
+from debugger.lang.cuda.recipes.sync import CudaSyncThreads
 
 RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
-           CudaBatchNormBatchStats()]
+           CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(), CudaCombinePartials(),
+           CudaBlockStrideRow()]
 
-__all__ = ["RECIPES", "CudaBatchNormBatchStats", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaDecodeOnCopy", "CudaFloatAccumulator",
-           "CudaGridStrideLoop"]
+__all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchNormBatchStats", "CudaBlockStrideRow", "CudaBoundsCheck",
+           "CudaCeilDivGrid", "CudaCombinePartials", "CudaDecodeOnCopy", "CudaFloatAccumulator", "CudaGridStrideLoop",
+           "CudaSyncThreads"]
