@@ -71,16 +71,10 @@ def test_the_corpus_is_found():
     assert any(p.startswith("kb/reference_kernels/") for p in CANDIDATES)
 
 
-# Disagreements measured before the finders shared one walk (recipes/syntax.py and source/host.py each
-# walked the tree themselves): the host model resolved these launches, the others did not see them.
-MEASURED = {
-    "eval/integrity/honest/relu_triton_op.py":
-        "wrap_triton(relu_kernel)[grid](...) launches relu_kernel: only the host model saw it",
-}
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(reason=MEASURED[p], strict=True))
-                                  if p in MEASURED else p for p in CANDIDATES])
+# Measured before the finders shared source/kernels.py (recipes/syntax.py and source/host.py each walked
+# the tree themselves), one corpus file disagreed: eval/integrity/honest/relu_triton_op.py, whose
+# wrap_triton(relu_kernel)[grid](...) only the host model saw.
+@pytest.mark.parametrize("path", CANDIDATES)
 def test_finders_agree_on_the_repository_s_candidates(path):
     src = (REPO / path).read_text()
     assert_agree(kernel_names(src))
@@ -91,7 +85,8 @@ HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
 KERNEL = "@triton.jit\ndef add_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n\n\n"
 OTHER = "@triton.jit\ndef sub_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n\n\n"
 
-# form -> (source, kernel names, {(kernel, text of the launch line)}) ; xfail reason where measured to differ
+# form -> (source, kernel names, {(kernel, start of the launch line)}[, how the finders differed when
+# each walked the tree itself, measured before they shared source/kernels.py])
 FORMS = {
     "plain": (HEAD + KERNEL + "def run(x):\n    add_kernel[(1,)](x, 4, BLOCK=4)\n",
               {"add_kernel"}, {("add_kernel", "add_kernel[(1,)]")}),
@@ -153,8 +148,7 @@ FORMS = {
 }
 
 
-@pytest.mark.parametrize("form", [pytest.param(f, marks=pytest.mark.xfail(reason=v[3], strict=True))
-                                  if len(v) > 3 else f for f, v in FORMS.items()])
+@pytest.mark.parametrize("form", FORMS)
 def test_finders_agree_on_each_form(form):
     src, names, sites = FORMS[form][:3]
     lines = src.splitlines()
@@ -163,8 +157,8 @@ def test_finders_agree_on_each_form(form):
     assert assert_agree(launch_sites(src)) == expected
 
 
-@pytest.mark.xfail(reason="the host model counted a subscript call inside a kernel body as a launch", strict=True)
 def test_a_launch_inside_a_kernel_body_is_no_launch():
+    """Measured before source/kernels.py: the host model counted a subscript call in a kernel body."""
     src = HEAD + textwrap.dedent("""\
         @triton.jit
         def add_kernel(x_ptr, n, BLOCK: tl.constexpr):

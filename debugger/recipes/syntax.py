@@ -1,10 +1,12 @@
 """The Triton candidate as the recipes read it: kernels, their parameters and dependencies, launches,
 and the file's spelling of triton and triton.language.
 
-Built on the Python syntax tree of debugger/source/tree.py (parse, walk, text, call arguments). There is
-no name resolution: `tl` is whatever `triton.language` was imported as, kernels are functions decorated
-with `triton.jit`/`triton.autotune`/`triton.heuristics` (or a bare `jit`), launches are
-`kernel[grid](...)` calls. Dependencies between kernel variables are flow-insensitive (every assignment
+Built on the Python syntax tree of debugger/source/tree.py (parse, walk, text, call arguments). The
+kernels and their launches are debugger/source/kernels.py's, the finder the host model and the Triton
+language read too: this view adds to each what the recipes ask (parameters, dependencies, the launch's
+bound arguments and grid expressions), and holds the launches of one known kernel through a grid
+(`kernel[grid](...)`, also through a variable, a table, `self.kernel` or `wrap_triton(kernel)`). There is
+no other name resolution: `tl` is whatever `triton.language` was imported as. Dependencies between kernel variables are flow-insensitive (every assignment
 of a name counts), which is what a recipe needs to ask "does this pointer depend on the loop variable?".
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from debugger.source.host import SourceModule
 from debugger.source.tree import (Node, call_arg, call_args, dotted, enclosing, identifiers, inside, parse_tree,
                                   target_names, text, unparen, walk)
 
@@ -151,10 +154,11 @@ class Kernel:
     src: "Source"
     fn: Node
     decorators: list[Node] = field(default_factory=list)
+    bound: str = ""  # the name launches use when it is not the def's (`k = triton.jit(fn)`)
 
     @property
     def name(self) -> str:
-        return text(self.fn.child_by_field_name("name"))
+        return self.bound or text(self.fn.child_by_field_name("name"))
 
     @property
     def body(self) -> Node:
@@ -319,16 +323,17 @@ class Source:
 
     # Structure ----------------------------------------------------------------------------------
     @cached_property
+    def module(self) -> SourceModule:
+        """The host model of this tree (debugger/source/host.py): its kernel and launch finder."""
+        return SourceModule(self.src, self.tree)
+
+    @cached_property
     def kernels(self) -> list[Kernel]:
+        """The file's kernels (source/kernels.py), in source order."""
         out = []
-        for n in walk(self.root):
-            if n.type != "decorated_definition":
-                continue
-            decs = [c for c in n.named_children if c.type == "decorator"]
-            if any(re.match(r"@\s*(triton\.)?(jit|autotune|heuristics)\b", text(d)) for d in decs):
-                fn = n.child_by_field_name("definition")
-                if fn is not None and fn.type == "function_definition":
-                    out.append(Kernel(self, fn, decs))
+        for k in self.module.kernel_defs:
+            own = text(k.fn.child_by_field_name("name"))
+            out.append(Kernel(self, k.fn, list(k.decorators), "" if k.name == own else k.name))
         return out
 
     def kernel(self, name: str) -> Kernel | None:
@@ -339,18 +344,9 @@ class Source:
 
     @cached_property
     def launches(self) -> list[Launch]:
-        names = {k.name for k in self.kernels}
-        out = []
-        for n in walk(self.root):
-            if n.type != "call":
-                continue
-            f = n.child_by_field_name("function")
-            if f is None or f.type != "subscript":
-                continue
-            k = dotted(f.child_by_field_name("value"))
-            if k in names and self.in_kernel(n) is None:
-                out.append(Launch(self, n, k, f.child_by_field_name("subscript")))
-        return out
+        """The launch sites (source/kernels.py) of one known kernel, through a grid."""
+        return [Launch(self, site.call, site.kernel, site.grid) for site in self.module.launch_sites
+                if site.kernel is not None and site.grid is not None]
 
     def line_start(self, node: Node) -> int:
         """Byte offset of the start of node's first line."""

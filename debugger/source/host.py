@@ -3,7 +3,8 @@
 One `SourceModule` per file: its imports and aliases (so `T.mm`, `mm` and `F.linear` resolve to
 `torch.mm` and `torch.nn.functional.linear`), its classes and functions, its Triton kernels, the
 functions `ModelNew.forward` reaches inside the file, and the kernel launches `kernel[grid](...)`.
-Extension calls count as launches through the file's extension bindings (bindings.py). No name
+The kernels and their launch sites are kernels.py's (the one finder the recipes and the Triton language
+read too); extension calls count as launches through the file's extension bindings (bindings.py). No name
 resolution beyond this: the integrity rules that read it are tripwires, the dynamic half of the gate audits.
 """
 from __future__ import annotations
@@ -15,9 +16,12 @@ from functools import cached_property
 from tree_sitter import Node
 
 from debugger.source.imports import alias_table, import_bindings, imported_modules, resolve_with, wildcard_modules
+from debugger.source.kernels import (KERNEL_DECORATORS, KernelDef, LaunchSite, decorator_name, find_kernels,
+                                     find_launches, kernel_aliases)
 from debugger.source.tree import call_args, line, parse_tree, string_value, text, unparen, walk
 
-KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+__all__ = ["KERNEL_DECORATORS", "Function", "Launch", "SourceModule"]
+
 EXTENSION_LOADERS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
 
 
@@ -30,11 +34,6 @@ class Function:
     node: Node
     cls: str | None
     decorators: tuple[str, ...]
-
-    @property
-    def is_kernel(self) -> bool:
-        """Decorated with triton.jit, triton.autotune or triton.heuristics."""
-        return any(d in KERNEL_DECORATORS for d in self.decorators)
 
     @property
     def body(self) -> Node:
@@ -73,9 +72,9 @@ class Launch:
 class SourceModule:
     """A parsed Python file and the facts about it that the integrity rules use."""
 
-    def __init__(self, src: str):
+    def __init__(self, src: str, tree=None):
         self.src = src
-        self.tree = parse_tree(src)
+        self.tree = tree if tree is not None else parse_tree(src)
         self.root = self.tree.root_node
 
     # -- parsing -------------------------------------------------------------------------------
@@ -184,23 +183,32 @@ class SourceModule:
         return table
 
     def _decorator_name(self, decorator: Node) -> str:
-        expr = decorator.named_children[0] if decorator.named_children else decorator
-        if expr.type == "call":
-            expr = expr.child_by_field_name("function")
-        return self.resolve(expr) or text(expr)
+        return decorator_name(decorator, self.resolve)
+
+    @cached_property
+    def kernel_defs(self) -> list[KernelDef]:
+        """The file's Triton kernels, as kernels.py finds them (at any nesting; also `k = triton.jit(fn)`)."""
+        return find_kernels(self.root, self.resolve)
+
+    @cached_property
+    def launch_sites(self) -> list[LaunchSite]:
+        """Every launch site of the file's kernels outside kernel bodies (kernels.py)."""
+        return find_launches(self.root, self.kernel_defs)
 
     @cached_property
     def kernels(self) -> dict[str, Function]:
-        """Triton kernels by name (also `k = triton.jit(fn)`)."""
-        table = {f.name: f for f in self.functions.values() if f.is_kernel and f.cls is None}
-        for node in walk(self.root):
-            if node.type == "assignment" and node.child_by_field_name("left").type == "identifier":
-                right = unparen(node.child_by_field_name("right"))
-                if right.type == "call" and self.resolve(right.child_by_field_name("function")) in KERNEL_DECORATORS:
-                    positional, _ = call_args(right)
-                    if positional and text(positional[0]) in self.functions:
-                        table[text(node.child_by_field_name("left"))] = self.functions[text(positional[0])]
+        """Triton kernels by the name launches use (`k = triton.jit(fn)`: `k`, with fn's definition)."""
+        defined = {(f.node.start_byte, f.node.end_byte): f for f in self.functions.values()}
+        table = {}
+        for k in self.kernel_defs:
+            table[k.name] = defined.get((k.fn.start_byte, k.fn.end_byte)) or Function(
+                k.name, k.name, k.fn, None, tuple(self._decorator_name(d) for d in k.decorators))
         return table
+
+    def is_kernel(self, fn: Function) -> bool:
+        """True when `fn` is the definition of one of the file's kernels."""
+        return any(k.fn.start_byte == fn.node.start_byte and k.fn.end_byte == fn.node.end_byte
+                   for k in self.kernel_defs)
 
     def method(self, cls: str, name: str) -> Function | None:
         """A method of `cls`, looked up through base classes defined in the file."""
@@ -270,7 +278,7 @@ class SourceModule:
             fn = order[index]
             index += 1
             for target in self._callees(fn):
-                if target.qualname not in seen and not target.is_kernel:
+                if target.qualname not in seen and not self.is_kernel(target):
                     seen.add(target.qualname)
                     order.append(target)
         return order
@@ -369,21 +377,18 @@ class SourceModule:
         return names
 
     def launches(self, fn: Function) -> list[Launch]:
-        """Kernel launches in a function body (any nesting)."""
+        """Kernel launches in a function body (any nesting): the file's launch sites there (kernels.py),
+        and its calls into a compiled extension."""
+        sites = {(s.call.start_byte, s.call.end_byte): s for s in self.launch_sites}
         found = []
         for node in walk(fn.body):
             if node.type != "call":
                 continue
+            site = sites.get((node.start_byte, node.end_byte))
+            if site is not None:
+                found.append(Launch(node, site.kernel, "triton"))
+                continue
             callee = node.child_by_field_name("function")
-            if callee.type == "subscript":
-                target = self._launch_target(fn, callee.child_by_field_name("value"))
-                if target is not False:
-                    found.append(Launch(node, target, "triton"))
-            elif callee.type == "attribute":
-                obj, attr = callee.child_by_field_name("object"), text(callee.child_by_field_name("attribute"))
-                if attr == "run" and text(obj) in self.kernels:
-                    found.append(Launch(node, text(obj), "triton"))
-                    continue
             exported = self.extensions.is_call(callee) if callee.type in ("attribute", "identifier") else None
             if exported is not None:
                 found.append(Launch(node, exported, "extension"))
@@ -392,37 +397,4 @@ class SourceModule:
     @cached_property
     def kernel_aliases(self) -> dict[str, set[str]]:
         """Names (and `self.x` attributes) bound to kernels or to tables of kernels, with those kernels."""
-        table: dict[str, set[str]] = {}
-        assignments = [(text(n.child_by_field_name("left")), n.child_by_field_name("right"))
-                       for n in walk(self.root) if n.type == "assignment" and n.child_by_field_name("right")]
-        changed = True
-        while changed:
-            changed = False
-            for name, right in assignments:
-                mentioned = set()
-                for node in walk(right):
-                    if node.type in ("identifier", "attribute"):
-                        mentioned |= {text(node)} & set(self.kernels) or table.get(text(node), set())
-                if mentioned - table.get(name, set()):
-                    table[name] = table.get(name, set()) | mentioned
-                    changed = True
-        return table
-
-    def _launch_target(self, fn: Function, value: Node) -> str | None | bool:
-        """The kernel a subscript-call launches: its name, None (indirect), or False (not a launch)."""
-        value = unparen(value)
-        name = text(value.child_by_field_name("attribute")) if value.type == "attribute" else text(value)
-        if name in self.kernels:
-            return name
-        while value.type == "subscript":  # a table of kernels: KERNELS[key][grid](...)
-            value = unparen(value.child_by_field_name("value"))
-        if text(value) in self.kernel_aliases:
-            kernels = self.kernel_aliases[text(value)]
-            return next(iter(kernels)) if len(kernels) == 1 else None
-        if value.type == "identifier" and text(value) in fn.params:
-            return None  # a launcher helper that receives the kernel
-        if value.type == "call":  # torch.library.wrap_triton(kernel)[grid](...)
-            positional, _ = call_args(value)
-            named = [text(a) for a in positional if text(a) in self.kernels]
-            return named[0] if named else False
-        return False
+        return kernel_aliases(self.root, set(self.kernels))

@@ -1,5 +1,6 @@
 """Triton, behind the language interface: kernels are `@triton.jit` functions of the candidate's
-Python file, launches their `kernel[grid](...)` calls (the recipes' syntax layer, recipes/syntax.py),
+Python file, launches their `kernel[grid](...)` calls (found by debugger/source/kernels.py, the finder
+the host model reads too, through the recipes' syntax view, recipes/syntax.py),
 static facts those the diagnosis checks first (facts.py), and the fix recipes debugger.recipes
 defines itself (every recipe that no other language registered).
 
