@@ -411,6 +411,39 @@ def test_a_barrier_is_never_put_under_a_thread_condition():
     assert RECIPES["cuda_syncthreads"].propose(src) == []
 
 
+def test_a_buffer_every_thread_fills_at_the_same_slots_gets_no_barrier():
+    """Each thread writes its own values to scratch[0..C): a race inside one phase (the buffer wanted to
+    be per thread), which a barrier after the loop would only hide from the fact."""
+    scratch = '''
+__global__ void softmax_max(const float* x, float* y, int C, int total) {
+    __shared__ float scratch[64];
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= total) return;
+    float denom = 0.0f;
+    for (int c = 0; c < C; c++) {
+        scratch[c] = expf(x[idx * C + c]);
+        denom += scratch[c];
+    }
+    float best = 0.0f;
+    for (int c = 0; c < C; c++) best = fmaxf(best, scratch[c] / denom);
+    y[idx] = best;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::empty({x.size(0)}, x.options());
+    int total = x.size(0);
+    softmax_max<<<(total + 127) / 128, 128>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.size(1), total);
+    return y;
+}
+'''
+    src = HEAD + scratch + TAIL
+    assert "cuda_shared_no_sync" in tags(src)
+    assert RECIPES["cuda_syncthreads"].propose(src) == []
+    per_block = src.replace("expf(x[idx * C + c])", "expf(x[blockIdx.x * C + c])")  # same value in every thread
+    patch = RECIPES["cuda_syncthreads"].propose(per_block)
+    assert patch and "cuda_shared_no_sync" not in tags(patch[0].new_src)
+
+
 def test_both_missing_barriers_of_a_reduction_go_in_one_patch():
     src = HEAD + ROW_SUM_SYNC.replace("__syncthreads();", "") + TAIL
     patch = first_patch(Fix("cuda_syncthreads", "cuda_shared_no_sync", ROW_SUM_SYNC.replace("__syncthreads();", ""),

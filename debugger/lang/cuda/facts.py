@@ -152,7 +152,6 @@ def shared_hazards(fn: Function, acc: list[Access]) -> list[Hazard]:
             if s1 != s2 and s1.start_byte < s2.start_byte and \
                     not any(s1.start_byte < s < s2.start_byte for s in syncs):
                 out.append(Hazard(first, second))
-                continue
             # Across iterations: `second` in one iteration, `first` in the next.
             loop = next((lp for lp in loops(first.node, fn) if inside(second.node, lp)), None)
             body = loop.child_by_field_name("body") if loop is not None else None

@@ -10,8 +10,9 @@ store of other threads' elements, with no barrier on the path between):
   loop body, after each step (a body that is one statement gets braces).
 A barrier is only placed where every thread of the block reaches it: never under a condition (`if`,
 loop bounds, `?:`) that depends on threadIdx, nor in a loop body with `break`/`continue`/`return`.
-Hazards that only such a place would fix (a section run by thread 0 alone) are left as they are; one
-patch holds every barrier the kernel needs.
+Hazards that only such a place would fix (a section run by thread 0 alone) are left as they are, and so
+is a buffer every thread writes its own values to at the same slots (`scratch[c] = v` in a loop over
+c): that race is inside one phase, no barrier fixes it. One patch holds every barrier the kernel needs.
 """
 from __future__ import annotations
 
@@ -82,9 +83,28 @@ def _exits(node: Node) -> bool:
     return any(n.type in ("break_statement", "continue_statement", "return_statement") for n in walk(node))
 
 
+def shared_slots(fn: Function, acc) -> set[str]:
+    """Shared buffers every thread stores its own value to at the same, thread-independent slots
+    (`scratch[c] = v` in a loop over c, v from the thread's element): a race inside one phase that no
+    barrier fixes (the buffer wanted to be per-thread)."""
+    out = set()
+    for a in acc:
+        if not a.shared or not a.store or a.atomic or THREAD in fn.closure(identifiers(a.index)) or \
+                divergent(fn, a.node):
+            continue
+        assign = a.node.parent
+        value = assign.child_by_field_name("right") if assign is not None and \
+            assign.type == "assignment_expression" else None
+        if value is not None and THREAD in fn.closure(identifiers(value)):
+            out.add(a.base)
+    return out
+
+
 def barrier_edits(fn: Function, unit: Unit) -> tuple[list[UnitEdit], list[str]]:
     """The barriers the kernel's shared-memory hazards need (edits, and what each separates)."""
     data = unit.source.text.encode()
+    acc = accesses(fn)
+    racy = shared_slots(fn, acc)
     placed: dict[int, tuple[UnitEdit, ...]] = {}  # insertion position -> edits
     what = []
 
@@ -92,7 +112,9 @@ def barrier_edits(fn: Function, unit: Unit) -> tuple[list[UnitEdit], list[str]]:
         return any(lo <= pos <= hi for pos in placed)
 
     # loop hazards first: a barrier closing a loop's body also separates the loop from what follows it
-    for h in sorted(shared_hazards(fn, accesses(fn)), key=lambda h: h.loop is None):
+    for h in sorted(shared_hazards(fn, acc), key=lambda h: h.loop is None):
+        if h.first.base in racy:
+            continue
         s1, s2 = _statement(h.first.node), _statement(h.second.node)
         if h.loop is None:
             block = _block_of(s1, s2)
