@@ -446,10 +446,12 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 
 def test_both_missing_barriers_of_a_reduction_go_in_one_patch():
     src = HEAD + ROW_SUM_SYNC.replace("__syncthreads();", "") + TAIL
-    patch = first_patch(Fix("cuda_syncthreads", "cuda_shared_no_sync", ROW_SUM_SYNC.replace("__syncthreads();", ""),
-                            ROW_SUM_SYNC, (), set(), _empty, _empty))
-    assert patch.new_src.count("__syncthreads();") == 2 and "cuda_shared_no_sync" not in tags(patch.new_src)
-    assert src != patch.new_src
+    assert "__syncthreads" not in src
+    (patch,) = RECIPES["cuda_syncthreads"].propose(src)
+    kernel = cuda_text(patch.new_src).split("torch::Tensor run")[0]
+    assert kernel.count("__syncthreads();") == 2 and "cuda_shared_no_sync" not in tags(patch.new_src)
+    assert "    s[tid] = acc;  // each thread's share of the row\n    __syncthreads();\n" in kernel
+    assert "        if (tid < k) s[tid] += s[tid + k];\n        __syncthreads();\n" in kernel  # after each step
 
 
 def test_a_max_reduction_is_not_made_atomic_add():
@@ -466,6 +468,18 @@ def test_registered_with_their_classes():
                       ("cuda_combine_partials", "reduction_axis"), ("cuda_block_stride_row", "reduction_axis")):
         assert RECIPES[name] in for_bug_class(cls)
         assert RECIPES[name] in CUDA.recipes()
+
+
+def test_the_kb_backend_proposes_the_recipe_of_the_diagnosed_class():
+    from debugger.backends.kb import KBBackend
+
+    for name, case in CASES.items():
+        cls = RECIPES[case.recipe].bug_classes[0]
+        diagnosis = {"hypotheses": [{"bug_class": cls, "confidence": 0.9, "supported": True, "lines": [],
+                                     "evidence": [case.fact]},
+                                    {"bug_class": "other", "confidence": 0.1, "supported": False, "lines": []}]}
+        proposals = KBBackend().propose(case.src, diagnosis, {"patterns": []}, {})
+        assert proposals and proposals[0].recipe == case.recipe, (name, [p.recipe for p in proposals[:4]])
 
 
 # -- on a GPU --------------------------------------------------------------------------------------------
