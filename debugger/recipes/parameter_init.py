@@ -6,6 +6,10 @@ model: Model's constructor body is replayed in a small parameter holder (`_Model
 first thing ModelNew's constructor does, so the RNG is drawn in Model's order, and at the end of
 ModelNew's constructor each tensor the correspondence matched (debugger/params.py) takes the holder's
 value. The holder's tensors are never used in forward: the kernels still compute everything.
+Where Model's constructor calls Model's own methods (`self._make_layer(...)`) or reads the reference
+file's classes, functions or constants (a ResNet's `Bottleneck`), those come along into the holder
+(methods) and before it (definitions, renamed `_Model_<name>` so the candidate's own `Bottleneck`
+stays its own).
 """
 from __future__ import annotations
 
@@ -60,6 +64,72 @@ def _free_names(fn: ast.FunctionDef, body: list[ast.stmt]) -> set[str]:
     return loads - bound - stores - set(dir(builtins))
 
 
+def _loads(node: ast.AST) -> set[str]:
+    """Every name a definition reads (over-approximate: its own locals too; they are filtered against
+    the reference's top-level names)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _target(node: ast.stmt) -> str:
+    return node.name if isinstance(node, (ast.ClassDef, ast.FunctionDef)) else node.targets[0].id
+
+
+def _methods_used(model: ast.ClassDef, body: list[ast.stmt]) -> list[ast.FunctionDef]:
+    """Model's own methods its constructor calls (`self._make_layer(...)`), transitively, in class order."""
+    defs = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef) and n.name not in ("__init__", "forward")}
+    wanted, todo = set(), list(body)
+    while todo:
+        for node in ast.walk(todo.pop()):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                    and node.attr in defs and node.attr not in wanted:
+                wanted.add(node.attr)
+                todo.append(defs[node.attr])
+    return [defs[n] for n in defs if n in wanted]
+
+
+def _helpers(free: set[str], ref_names: dict[str, ast.stmt]) -> list[ast.stmt] | None:
+    """The reference file's classes, functions and constants the constructor reads, transitively, in file
+    order; None when one of them is a definition this fix cannot take along (a tuple assignment...)."""
+    found: dict[str, ast.stmt] = {}
+    todo = [n for n in free if not isinstance(ref_names.get(n), (ast.Import, ast.ImportFrom, type(None)))]
+    while todo:
+        name = todo.pop()
+        node = ref_names[name]
+        if name in found or name == "Model":
+            if name == "Model":
+                return None
+            continue
+        if isinstance(node, ast.Assign) and (len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name)):
+            return None
+        found[name] = node
+        todo += [n for n in _loads(node) if n not in found
+                 and not isinstance(ref_names.get(n), (ast.Import, ast.ImportFrom, type(None)))]
+    return sorted(found.values(), key=lambda n: n.lineno)
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, renames: dict[str, str]):
+        self.renames = renames
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        node.id = self.renames.get(node.id, node.id)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:
+        node.name = self.renames.get(node.name, node.name)
+        self.generic_visit(node)
+        return node
+
+    visit_FunctionDef = visit_ClassDef
+
+
+def _renamed(node: ast.stmt, renames: dict[str, str]) -> str:
+    """The statement's source with the taken-along definitions' names replaced."""
+    import copy
+
+    return ast.unparse(_Rename(renames).visit(copy.deepcopy(node)))
+
+
 def _call_args(fn: ast.FunctionDef) -> str | None:
     """ModelNew's constructor arguments, passed on positionally (KernelBench passes them so)."""
     if fn.args.vararg or fn.args.kwonlyargs:
@@ -93,25 +163,44 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
     if not body:
         return None
     ref_names, cand_names = _top_level_names(ref_tree), _top_level_names(cand_tree)
+    methods = _methods_used(model, body)
+    free = _free_names(model_init, body)
+    for m in methods:
+        free |= _free_names(m, m.body)
+    helpers = _helpers(free, ref_names)
+    if helpers is None:
+        return None  # Model's constructor needs something of the reference file it cannot take along
+    free |= {n for h in helpers for n in _loads(h) if n in ref_names}
     imports = []
-    for name in sorted(_free_names(model_init, body)):
-        if name in cand_names:
-            continue
+    for name in sorted(free):
         node = ref_names.get(name)
+        if name in cand_names and not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.Assign)) or \
+                name in {_target(h) for h in helpers}:
+            continue
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
-            return None  # Model's constructor needs something of the reference file beyond its imports
+            return None
         imports.append(ast.get_source_segment(reference_src, node))
     if "torch" not in cand_names:
         imports.append("import torch")
-    ref_lines = reference_src.splitlines()
-    body_text = "\n".join(ref_lines[body[0].lineno - 1: body[-1].end_lineno])
     params = ast.unparse(model_init.args).split(",", 1)
     signature = params[1].strip() if len(params) > 1 else ""
-    holder = (f"class {HOLDER}(torch.nn.Module):\n"
+    if helpers or methods:
+        # Model's constructor calls its own methods or the reference file's classes, functions or
+        # constants: they come along under names of their own (the candidate may define its own Bottleneck)
+        renames = {_target(h): f"_Model_{_target(h)}" for h in helpers}
+        pieces = [_renamed(h, renames) for h in helpers]
+        body_text = "\n".join(_renamed(stmt, renames) for stmt in body)
+        extra = "".join("\n\n" + textwrap.indent(_renamed(m, renames), " " * 4) for m in methods)
+        prelude = "".join(piece + "\n\n\n" for piece in pieces)
+    else:
+        ref_lines = reference_src.splitlines()
+        body_text = "\n".join(ref_lines[body[0].lineno - 1: body[-1].end_lineno])
+        extra, prelude = "", ""
+    holder = (f"{prelude}class {HOLDER}(torch.nn.Module):\n"
               f'    """Model\'s parameters, built exactly as Model builds them (the parameter_init fix)."""\n\n'
               f"    def __init__(self{', ' + signature if signature else ''}):\n"
               f"        super().__init__()\n"
-              f"{textwrap.indent(textwrap.dedent(body_text), ' ' * 8)}\n\n\n"
+              f"{textwrap.indent(textwrap.dedent(body_text), ' ' * 8)}{extra}\n\n\n"
               f"def {HELPER}(module, name):\n"
               f"    for part in name.split('.'):\n"
               f"        module = getattr(module, part)\n"
