@@ -4,9 +4,10 @@
 one element through: the rest of the output keeps the allocation's poison. The kernel has no element
 count to compare with, so the recipe adds one: a parameter `n_elements` (before the constexprs), the
 mask's bound replaced by it, and the launch passing the host's element count (a variable the host
-computes with `.numel()` before the launch, else the stored tensor's `.numel()`). Launches through a
-host variable that names the kernel (`kernel = div_kernel if ... else ...; kernel[grid](*args)`) get
-the count as a keyword, and every kernel that variable may name gets the parameter.
+computes with `.numel()` before the launch, else the stored tensor's `.numel()`). The launches are the
+kernel's launch sites (debugger/source/kernels.py); those through a host variable that names the
+kernel (`kernel = div_kernel if ... else ...; kernel[grid](*args)`) get the count as a keyword, and
+every kernel that variable may name gets the parameter.
 """
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ from debugger.recipes.base import Recipe
 from debugger.recipes.indexing import comparisons, is_pointer, pointer_bases, suffix_of
 from debugger.recipes.syntax import Deps, Kernel, Source
 from debugger.source.edits import Edit
-from debugger.source.tree import (Node, call_arg, call_args, dotted, enclosing, identifiers, last_arg_end, line, text,
-                                  unparen, walk)
+from debugger.source.tree import Node, call_arg, call_args, enclosing, last_arg_end, line, text, unparen
 
 PARAM = "n_elements"
 
@@ -32,26 +32,11 @@ def stride_bounds(k: Kernel) -> list:
 
 
 def kernel_calls(s: Source, k: Kernel) -> list[tuple[Node, Node, list[str]]]:
-    """(call, host function, kernels the launch may run) for `k[grid](...)` and for launches through a
-    host variable assigned `k` (among other kernels)."""
-    names = {kk.name for kk in s.kernels}
-    out = []
-    for n in walk(s.root):
-        if n.type != "call" or s.in_kernel(n) is not None:
-            continue
-        f = n.child_by_field_name("function")
-        if f is None or f.type != "subscript":
-            continue
-        target = dotted(f.child_by_field_name("value"))
-        host = enclosing(n, "function_definition")
-        if target == k.name:
-            out.append((n, host, [k.name]))
-        elif target and host is not None and target not in names:
-            assigned = {name for stmt, rhs in Deps(s, host).defs.get(target, [])
-                        if stmt.start_byte < n.start_byte for name in identifiers(rhs)}
-            if k.name in assigned:
-                out.append((n, host, sorted(assigned & names)))
-    return out
+    """(call, host function, kernels the launch may run) for the launch sites of `k` (source/kernels.py):
+    `k[grid](...)` and launches through a host variable assigned `k` (among other kernels)."""
+    return [(site.call, enclosing(site.call, "function_definition"),
+             [site.kernel] if site.kernel is not None else list(site.kernels))
+            for site in s.module.launch_sites if k.name in site.kernels]
 
 
 def count_for(s: Source, k: Kernel, call: Node, host: Node | None) -> str | None:
