@@ -185,6 +185,11 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
     setup = {"reference_src": case.reference_src, "candidate_src": case.candidate_src,
              "deny_read": deny, "allow_write": [str(sandbox_cache_dir())], **gpu_check.setup_fields(device)}
 
+    if device == "cpu" and _is_cuda_candidate(case.candidate_src):
+        report.status = "invalid_input"
+        report.message = ("the candidate builds CUDA kernels with load_inline: they need a GPU and nvcc "
+                          "(--device cuda); not judged on the CPU, where Triton's interpreter runs only Triton")
+        return _finish(ev, t_start)
     reference = sandbox.spawn("reference", setup)
     candidate = None
     try:
@@ -426,6 +431,15 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
         check.message = f"candidate: {crowded}" if crowded else f"candidate raised {header.get('error')}"
         return None
     return header, blob
+
+
+def _is_cuda_candidate(src: str | None) -> bool:
+    """The candidate's kernels are CUDA in load_inline strings (the CUDA language layer says so)."""
+    if not src or ("load_inline" not in src and "__global__" not in src):
+        return False
+    from debugger.lang import get
+
+    return get("cuda").uses(src)
 
 
 def _reference_failed(check: CheckResult, error: str | None, prefix: str = "") -> str | None:

@@ -311,3 +311,63 @@ def test_an_output_cached_by_buffer_identity_fails_the_same_buffers_check_and_ho
     assert [c.name for c in report.failed_checks] == ["hidden_same_buffers"]
     honest = evaluate(case_from_sources(REFERENCE, HONEST), "cpu", checks=checks)
     assert honest.status == "pass", honest.message
+
+
+CUDA_ADD_ONE = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+src = """
+#include <torch/extension.h>
+__global__ void add_one(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + 1.f;
+}
+torch::Tensor add_one_cuda(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    add_one<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
+}
+"""
+ext = load_inline(name="add_one", cpp_sources="torch::Tensor add_one_cuda(torch::Tensor x);", cuda_sources=src,
+                  functions=["add_one_cuda"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.add_one_cuda(x)
+'''
+
+ADD_ONE_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+def get_inputs():
+    return [torch.randn(64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_cuda_candidate_on_the_cpu_is_not_judged_and_the_repair_changes_nothing(tmp_path):
+    """No nvcc, no GPU: a load_inline candidate is unusable here (exit 2, one line), not a compile error of
+    the candidate's; a Triton candidate on the same machine is judged as before (test above)."""
+    (tmp_path / "reference.py").write_text(ADD_ONE_REF)
+    (tmp_path / "candidate.py").write_text(CUDA_ADD_ONE)
+    proc = run_cli("eval", str(tmp_path), "--device", "cpu", "--json")
+    assert proc.returncode == 2, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["status"] == "invalid_input" and "--device cuda" in data["message"]
+    assert "Traceback" not in proc.stderr and "CUDA kernels" in proc.stderr.strip().splitlines()[-1]
+    repaired = run_cli("repair", str(tmp_path), "--device", "cpu", "--backend", "kb", "--json")
+    assert repaired.returncode == 2 and json.loads(repaired.stdout)["status"] == "invalid_input", repaired.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["candidate.py", "reference.py"]

@@ -154,7 +154,7 @@ def _result(case: Case, final: dict, ctx: RunContext, ledger, out_path: Path | N
             out_path.write_text(f"{MARKER} ({run_id}); diff against {name} in {out_path.stem}.diff\n" + repaired)
             out_path.with_suffix(".diff").write_text(diff)
             written = str(out_path)
-    if out_path is not None:
+    if out_path is not None and status != "invalid_input":  # an unusable input changes nothing
         from debugger.repair.report import write_report
 
         report_path = str(write_report(out_path.with_suffix(".md"), case, final, diff, ctx))
