@@ -434,12 +434,15 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
 
 
 def _is_cuda_candidate(src: str | None) -> bool:
-    """The candidate's kernels are CUDA in load_inline strings (the CUDA language layer says so)."""
+    """The candidate builds CUDA: __global__ kernels in its extension strings (the CUDA language layer finds
+    them) or `cuda_sources=` handed to load_inline. A C++-only extension builds and runs on the CPU."""
     if not src or ("load_inline" not in src and "__global__" not in src):
         return False
+    if re.search(r"\bcuda_sources\s*=", src):
+        return True
     from debugger.lang import get
 
-    return get("cuda").uses(src)
+    return bool(get("cuda").kernels(src))
 
 
 def _reference_failed(check: CheckResult, error: str | None, prefix: str = "") -> str | None:

@@ -144,6 +144,46 @@ def _pipeline_only(diag: Diagnosis, report) -> Diagnosis:
     return diag
 
 
+# Differing tensors under KernelBench's seed, without a run: strong but not proved (a tensor forward never
+# reads would differ too; none of the 172 recorded-correct real answers built here showed one).
+HOST_SIDE_SCORE = 5.0
+
+
+def _host_side(diag: Diagnosis, case: Case, timeout: float) -> None:
+    """A CUDA candidate on the CPU: its kernels cannot run, its constructor can. Where ModelNew starts
+    with other tensors than Model under KernelBench's seed, that is diagnosed (parameter_init, host side
+    only); otherwise the diagnosis stays invalid_input, saying what was checked."""
+    from debugger import host_params
+    from debugger.evaluate import _is_cuda_candidate
+
+    if not _is_cuda_candidate(case.candidate_src):
+        return
+    deny = [str(p.parent) for p in (case.reference_path, case.candidate_path) if p]
+    host = host_params.check(case.reference_src, case.candidate_src, deny_read=deny, timeout=timeout)
+    if host.get("status") != "ok":
+        diag.summary += f"; its constructor could not be built on the CPU either ({host.get('error', host['status'])})"
+        return
+    if not host["differing"]:
+        diag.summary += "; on the host side, ModelNew starts with Model's tensors under KernelBench's seed"
+        return
+    evidence = [f"host side only, the kernels were not run (no GPU): ModelNew's {p['candidate']} (Model's "
+                f"{p['reference']}, matched by {p['by']}) starts {p['own_init_diff']:.3g} away from Model's under "
+                f"KernelBench's seed" for p in host["differing"][:8]]
+    if host["unheld"]:
+        evidence.append(f"Model's {', '.join(host['unheld'][:6])} matched no tensor of ModelNew")
+    if host.get("fix") == "right":
+        evidence.append("the parameter_init fix, built on the host, starts every tensor ModelNew holds as Model's")
+    finding = {"bug_class": "parameter_init", "score": HOST_SIDE_SCORE, "evidence": evidence, "lines": [],
+               "recipes": ["parameter_init"]}
+    diag.status = "diagnosed"
+    diag.hypotheses = ranking.rank(set(), [], [], findings=[finding])
+    diag.symptoms = ["kernelbench_fails", "host_side_only"]
+    diag.summary = (f"Not run: {diag.summary}. On the host side, {len(host['differing'])} tensor(s) of ModelNew "
+                    f"start differently from Model's under KernelBench's seed: KernelBench's verdict fails whatever "
+                    f"the kernels do (parameter_init). Run on a GPU for the kernels.")
+    diag.evaluation["parameter_map"] = host["parameter_map"]
+
+
 def _untried(patches: list, experiments: list[dict]) -> list[dict]:
     """The proposals no experiment ran, as {recipe, bug_class}."""
     from debugger.source.edits import source_hash
@@ -167,6 +207,8 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                      signature=report.signature.key() if report.signature else None)
     if report.status == "invalid_input":
         diag.status, diag.summary = "invalid_input", report.message
+        if device == "cpu":
+            _host_side(diag, case, timeout)
         return diag
     if all(v["status"] == "pass" for v in report.verdicts.values()):
         diag.status, diag.summary = "passes", "the candidate passes every check"
