@@ -3,8 +3,9 @@
     python eval/real_param_init.py PATH [--only mismatch|correct|all] [--match GLOB] [--timeout S]
                                    [--jsonl FILE] [--json]
 
-PATH: ../shared/real/kernelbench-fork (or a KernelBench checkout with runs/). For each answer, in a
-sandboxed subprocess (kdebug's worker guard: limits, no network, the pool unreadable), Model and
+PATH: ../shared/real/kernelbench-fork (or a KernelBench checkout with runs/). For each answer, through
+debugger/host_params.py (a sandboxed subprocess: kdebug's worker guard, limits, no network, the pool
+unreadable; what `kdebug diagnose --device cpu` does with a CUDA candidate), Model and
 ModelNew are built as KernelBench builds them (each under seed 42, published init inputs), with
 `load_inline`/`load` replaced by a stand-in whose functions cannot be called (no nvcc, no GPU: the
 kernels are never built nor run). Then:
@@ -25,10 +26,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-import os
-import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -37,127 +35,17 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
-# -- the worker (one answer, in its own sandboxed process) ------------------------------------------
-class _StandInExtension:
-    """What load_inline returns here: any function of it raises when called."""
-
-    def __init__(self, name: str):
-        self._name = name
-
-    def __getattr__(self, attr):
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-
-        def call(*args, **kwargs):
-            raise RuntimeError(f"extension {self._name}.{attr} is not built on the CPU")
-        return call
-
-
-def _stand_in_loaders() -> None:
-    from torch.utils import cpp_extension
-
-    def load_inline(*args, name: str = "ext", **kwargs):
-        return _StandInExtension(name)
-
-    cpp_extension.load_inline = load_inline
-    cpp_extension.load = load_inline
-
-
-def _module(name: str, src: str):
-    import types
-
-    module = types.ModuleType(name)
-    module.__file__ = f"<{name}>"
-    sys.modules[name] = module
-    exec(compile(src, f"<{name}>", "exec"), module.__dict__)
-    return module
-
-
-def _build(ref_module, cand_src: str, name: str) -> dict:
-    from debugger import inputs
-
-    cand_module = _module(name, cand_src)
-    spec = {"init_seed": inputs.KERNELBENCH_SEED}
-    _, mapping = inputs.build_candidate(ref_module, cand_module, spec, "cpu")
-    return mapping.to_dict()
-
-
-def _floating_reference_names(ref_module) -> set[str]:
-    """Model's floating-point tensors (an integer buffer such as num_batches_tracked holds no values
-    a kernel computes with)."""
-    from debugger import inputs, params
-
-    model = inputs.build_reference(ref_module, {"init_seed": inputs.KERNELBENCH_SEED}, "cpu")
-    return {t.name for t in params.named_tensors(model) if t.tensor.is_floating_point()}
-
-
-def _diffs(mapping: dict) -> list[dict]:
-    return [{"candidate": p["candidate"], "reference": p["reference"], "how": p.get("how"),
-             "diff": p["own_init_diff"]} for p in mapping["pairs"] if (p.get("own_init_diff") or 0.0) > 0.0]
-
-
-def worker() -> None:
-    job = json.loads(sys.stdin.read())
-    from debugger.sandbox import guard
-
-    guard.apply_limits(12 << 30, "cpu")
-    guard.isolate_network()
-    guard.install_audit_hook(deny_read=job["deny_read"], allow_write=[job["scratch"]])
-    import torch
-
-    torch.set_num_threads(1)
-    _stand_in_loaders()
-    from debugger.recipes.parameter_init import parameter_init_patch
-
-    out: dict = {}
-    try:
-        ref_module = _module("kdebug_reference", job["reference_src"])
-        floating = _floating_reference_names(ref_module)
-        mapping = _build(ref_module, job["candidate_src"], "kdebug_candidate")
-        unheld = [n for n in mapping["unmatched_reference"] if n in floating]
-        out.update(pairs=len(mapping["pairs"]), unmatched_reference=mapping["unmatched_reference"], unheld=unheld,
-                   unmatched_candidate=mapping["unmatched_candidate"], differing=_diffs(mapping))
-        if out["differing"]:
-            patch = parameter_init_patch(job["candidate_src"], job["reference_src"], mapping)
-            if patch is None:
-                out["fix"] = "not_proposed"
-            else:
-                fixed = _build(ref_module, patch.new_src, "kdebug_fixed")
-                left = _diffs(fixed)
-                # right: every tensor ModelNew holds now starts as Model's; a Model tensor ModelNew does
-                # not hold at all (a bias it drops) is another fault, of the kernel or the operator
-                out.update(fix="wrong" if left else "right",
-                           fixed_differing=left, fixed_unmatched_reference=fixed["unmatched_reference"])
-        out["status"] = "ok"
-    except Exception as e:  # noqa: BLE001 - the answer's own failure, reported
-        text = f"{type(e).__name__}: {e}"
-        cuda = "cuda" in text.lower() or "nvidia" in text.lower() or "not built on the cpu" in text
-        memory = "can't allocate memory" in text or isinstance(e, MemoryError)
-        out.update(status="needs_cuda" if cuda else "too_large" if memory else "error", error=text[:300])
-    print(json.dumps(out))
-
-
-# -- the driver ------------------------------------------------------------------------------------
 def run_one(answer, pool: Path, timeout: float) -> dict:
-    import tempfile
+    """One answer through debugger.host_params (a sandboxed worker), as a row."""
+    from debugger import host_params
 
-    with tempfile.TemporaryDirectory(prefix="kdebug-param-init-") as scratch:
-        job = {"reference_src": answer.reference_src, "candidate_src": answer.candidate_src,
-               "deny_read": [str(pool.resolve())], "scratch": scratch}
-        from debugger.sandbox.guard import scrubbed_env
-
-        env = scrubbed_env(dict(os.environ))
-        env.update(PYTHONPATH=str(REPO), TMPDIR=scratch, HOME=scratch, OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
-        t0 = time.time()
-        try:
-            p = subprocess.run([sys.executable, __file__, "--worker"], input=json.dumps(job), text=True,
-                               capture_output=True, timeout=timeout, env=env, cwd=scratch)
-            lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
-            row = json.loads(lines[-1]) if lines else {"status": "error", "error": (p.stderr or "")[-300:]}
-        except subprocess.TimeoutExpired:
-            row = {"status": "timeout"}
-    row.update(id=answer.id, recorded=answer.recorded, recorded_class=answer.recorded_class,
-               seconds=round(time.time() - t0, 1))
+    row = host_params.check(answer.reference_src, answer.candidate_src, deny_read=[str(pool.resolve())],
+                            timeout=timeout)
+    row.pop("fixed_src", None)
+    row.pop("parameter_map", None)
+    row["differing"] = [{"candidate": p["candidate"], "reference": p["reference"], "by": p.get("by"),
+                         "diff": p["own_init_diff"]} for p in row.get("differing", [])]
+    row.update(id=answer.id, recorded=answer.recorded, recorded_class=answer.recorded_class)
     return row
 
 
@@ -179,9 +67,6 @@ def summary(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    if "--worker" in sys.argv:
-        worker()
-        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pool", type=Path)
     ap.add_argument("--only", choices=("mismatch", "correct", "all"), default="mismatch")

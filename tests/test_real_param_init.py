@@ -183,3 +183,65 @@ def test_the_fix_takes_a_helper_function_and_a_constant_along(tmp_path):
                                                   recorded_class="numerical_mismatch", reference_src=reference,
                                                   candidate_src=CANDIDATE.replace("INIT", OWN)), tmp_path, timeout=120)
     assert row["status"] == "ok" and row["fix"] == "right", row
+
+
+def test_names_a_helper_binds_itself_are_not_taken_for_the_reference_files_constants(tmp_path):
+    """A UNet-like reference: module constants `in_channels`/`out_channels` and a helper class whose
+    parameters, like Model's own, are named the same. Only the module-level names are renamed."""
+    reference = textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        class Twice(nn.Module):
+            def __init__(self, in_channels, out_channels):
+                super().__init__()
+                self.seq = nn.Sequential(nn.Conv2d(in_channels, out_channels, 3, padding=1),
+                                         nn.Conv2d(out_channels, out_channels, 3, padding=1))
+
+            def forward(self, x):
+                return self.seq(x)
+
+        class Model(nn.Module):
+            def __init__(self, in_channels, out_channels, features):
+                super().__init__()
+                self.enc = Twice(in_channels, features)
+                self.dec = Twice(features, features * SCALE)
+                self.head = nn.Conv2d(features * SCALE, out_channels, 1)
+
+            def forward(self, x):
+                return self.head(self.dec(self.enc(x)))
+
+        SCALE = 2
+        in_channels = 3
+        out_channels = 5
+
+        def get_inputs():
+            return [torch.randn(1, in_channels, 8, 8)]
+
+        def get_init_inputs():
+            return [in_channels, out_channels, 4]
+    ''')
+    candidate = textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+        from torch.utils.cpp_extension import load_inline
+
+        ext = load_inline(name="unet", cpp_sources="torch::Tensor net(torch::Tensor x);", cuda_sources="",
+                          functions=["net"])
+
+        class ModelNew(nn.Module):
+            def __init__(self, in_channels, out_channels, features):
+                super().__init__()
+                self.w = nn.ParameterList([nn.Parameter(torch.randn(features, in_channels, 3, 3)),
+                                           nn.Parameter(torch.randn(features)),
+                                           nn.Parameter(torch.randn(features, features, 3, 3)),
+                                           nn.Parameter(torch.randn(features))])
+
+            def forward(self, x):
+                return ext.net(x)
+    ''')
+    row = real_param_init.run_one(SimpleNamespace(id="own/level3/2", recorded="fail",
+                                                  recorded_class="numerical_mismatch", reference_src=reference,
+                                                  candidate_src=candidate), tmp_path, timeout=120)
+    assert row["status"] == "ok" and row["differing"], row
+    assert row["fix"] == "right" and row["unheld"], row  # the decoder and head are not held: another fault

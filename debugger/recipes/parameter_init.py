@@ -64,10 +64,69 @@ def _free_names(fn: ast.FunctionDef, body: list[ast.stmt]) -> set[str]:
     return loads - bound - stores - set(dir(builtins))
 
 
-def _loads(node: ast.AST) -> set[str]:
-    """Every name a definition reads (over-approximate: its own locals too; they are filtered against
-    the reference's top-level names)."""
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+def _locals(fn: ast.FunctionDef | ast.Lambda) -> set[str]:
+    """Names a function binds: its parameters and what its body assigns (nested functions included:
+    an over-approximation that only ever keeps a name local)."""
+    args = fn.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    if isinstance(fn, ast.FunctionDef):
+        names |= {n.id for stmt in fn.body for n in ast.walk(stmt)
+                  if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return names
+
+
+class _Globals(ast.NodeTransformer):
+    """Visits the names a piece of code reads from module scope (a name a function binds is its own
+    there), renaming those in `renames` and collecting all of them in `read`."""
+
+    def __init__(self, renames: dict[str, str], scope: set[str] = frozenset()):
+        self.renames, self.scopes, self.read, self.classes = renames, [set(scope)], set(), 0
+
+    def _function(self, node):
+        self.scopes.append(_locals(node))
+        self.generic_visit(node)
+        self.scopes.pop()
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        for d in node.decorator_list + node.args.defaults + node.args.kw_defaults:
+            if d is not None:
+                self.visit(d)
+        if len(self.scopes) == 1 and not self.classes:  # a module-level function, not a method
+            node.name = self.renames.get(node.name, node.name)
+        self.scopes.append(_locals(node))
+        for stmt in node.body:
+            self.visit(stmt)
+        self.scopes.pop()
+        return node
+
+    visit_Lambda = _function
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:
+        if len(self.scopes) == 1 and not self.classes:
+            node.name = self.renames.get(node.name, node.name)
+        self.classes += 1
+        self.generic_visit(node)
+        self.classes -= 1
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if any(node.id in scope for scope in self.scopes[1:]) or node.id in self.scopes[0]:
+            return node
+        if isinstance(node.ctx, ast.Load):
+            self.read.add(node.id)
+        node.id = self.renames.get(node.id, node.id)
+        return node
+
+
+def _loads(node: ast.AST, scope: set[str] = frozenset()) -> set[str]:
+    """The module-scope names a definition (or a statement run with `scope` bound) reads."""
+    import copy
+
+    visitor = _Globals({}, scope)
+    visitor.visit(copy.deepcopy(node))
+    return visitor.read
 
 
 def _target(node: ast.stmt) -> str:
@@ -107,27 +166,12 @@ def _helpers(free: set[str], ref_names: dict[str, ast.stmt]) -> list[ast.stmt] |
     return sorted(found.values(), key=lambda n: n.lineno)
 
 
-class _Rename(ast.NodeTransformer):
-    def __init__(self, renames: dict[str, str]):
-        self.renames = renames
-
-    def visit_Name(self, node: ast.Name) -> ast.Name:
-        node.id = self.renames.get(node.id, node.id)
-        return node
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:
-        node.name = self.renames.get(node.name, node.name)
-        self.generic_visit(node)
-        return node
-
-    visit_FunctionDef = visit_ClassDef
-
-
-def _renamed(node: ast.stmt, renames: dict[str, str]) -> str:
-    """The statement's source with the taken-along definitions' names replaced."""
+def _renamed(node: ast.stmt, renames: dict[str, str], scope: set[str] = frozenset()) -> str:
+    """The statement's source with the module-scope names of the taken-along definitions replaced (a
+    parameter or local of the same name keeps its own)."""
     import copy
 
-    return ast.unparse(_Rename(renames).visit(copy.deepcopy(node)))
+    return ast.unparse(_Globals(renames, scope).visit(copy.deepcopy(node)))
 
 
 def _call_args(fn: ast.FunctionDef) -> str | None:
@@ -189,7 +233,8 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
         # constants: they come along under names of their own (the candidate may define its own Bottleneck)
         renames = {_target(h): f"_Model_{_target(h)}" for h in helpers}
         pieces = [_renamed(h, renames) for h in helpers]
-        body_text = "\n".join(_renamed(stmt, renames) for stmt in body)
+        bound = _locals(model_init)
+        body_text = "\n".join(_renamed(stmt, renames, bound) for stmt in body)
         extra = "".join("\n\n" + textwrap.indent(_renamed(m, renames), " " * 4) for m in methods)
         prelude = "".join(piece + "\n\n\n" for piece in pieces)
     else:
