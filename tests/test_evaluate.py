@@ -313,6 +313,47 @@ def test_an_output_cached_by_buffer_identity_fails_the_same_buffers_check_and_ho
     assert honest.status == "pass", honest.message
 
 
+
+SEGMENT_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, values, offsets):
+        ends = torch.cat([offsets[1:], offsets.new_tensor([values.numel()])])
+        return torch.stack([values[s:e].sum() for s, e in zip(offsets.tolist(), ends.tolist())])
+
+
+def get_inputs():
+    lengths = torch.randint(1, 9, (6,))
+    return [torch.randn(int(lengths.sum())), torch.cumsum(lengths, 0) - lengths]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# An honest segment sum that, like a kernel, reads where the offsets point and trusts them to lie inside values.
+SEGMENT = SEGMENT_REF.replace("class Model(", "class ModelNew(").replace(
+    "    def forward(self, values, offsets):\n",
+    "    def forward(self, values, offsets):\n"
+    "        if int(offsets.max()) >= values.numel():\n"
+    "            raise IndexError('an offset points past the values (a kernel would read out of bounds)')\n")
+
+
+def test_the_same_buffers_are_refilled_only_with_inputs_that_hold_together():
+    """values has a drawn length and offsets point into it: refilling offsets from another draw while
+    values keeps its length made the honest kernel read out of bounds (the interpreter crashed on the
+    benchmark's embedding bag). A draw with every tensor's shape is used, or none."""
+    from debugger.evaluate import hidden_checks
+
+    same = [s for s in hidden_checks() if s["name"] == "hidden_same_buffers"]
+    report = evaluate(case_from_sources(SEGMENT_REF, SEGMENT), "cpu", checks=[standard_checks()[0], *same])
+    assert report.status == "pass", report.message
+    [check] = [c for c in report.checks if c.name == "hidden_same_buffers"]
+    assert check.passed and "not refilled" in check.message  # no draw of 6 bags came out with this length
+
 CUDA_ADD_ONE = '''
 import torch
 import torch.nn as nn
