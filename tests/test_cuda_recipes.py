@@ -474,10 +474,14 @@ def test_registered_with_their_classes():
 
 
 def test_the_kb_backend_proposes_the_recipe_of_the_diagnosed_class():
+    assert_kb_proposes_each_first(CASES)
+
+
+def assert_kb_proposes_each_first(cases: dict) -> None:
+    """For each case, a diagnosis naming its recipe's class makes the kb backend propose that recipe first."""
     from debugger.backends.kb import KBBackend
 
-    for name in IDS:
-        case = CASES[name]
+    for name, case in cases.items():
         cls = RECIPES[case.recipe].bug_classes[0]
         diagnosis = {"hypotheses": [{"bug_class": cls, "confidence": 0.9, "supported": True, "lines": [],
                                      "evidence": [case.fact]},

@@ -28,7 +28,8 @@ from debugger.lang.cuda import units
 from debugger.lang.cuda.splice import error_count
 from debugger.recipes import RECIPES, propose_all
 from debugger.source.tree import parses
-from tests.test_cuda_recipes import HEAD, TAIL, _compile, _cuda_available, function_texts
+from tests.test_cuda_recipes import (HEAD, TAIL, _compile, _cuda_available, _empty, _randn,
+                                     assert_kb_proposes_each_first, cuda_text, first_patch, function_texts, tags)
 
 CUDA = lang.get("cuda")
 
@@ -250,18 +251,6 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 '''
 
 
-def _randn(*shape, dtype=None):
-    import torch
-
-    return torch.randn(*shape, device="cuda", dtype=dtype or torch.float32)
-
-
-def _empty():
-    import torch
-
-    return torch.empty(0, device="cuda")
-
-
 def _drop(text: str, needle: str) -> str:
     assert needle in text, needle
     return text.replace(needle, "", 1)
@@ -330,20 +319,6 @@ def _float64():
     import torch
 
     return torch.float64
-
-
-def tags(src: str) -> set[str]:
-    return {f.tag for f in CUDA.static_facts(src)}
-
-
-def first_patch(case: Fix):
-    patches = RECIPES[case.recipe].propose(case.src)
-    assert patches, f"{case.recipe} proposes nothing"
-    return patches[0]
-
-
-def cuda_text(src: str) -> str:
-    return next(u.source.text for u in units(src) if u.source.kind == "cuda")
 
 
 # -- static --------------------------------------------------------------------------------------------
@@ -471,15 +446,7 @@ def test_registered_with_their_classes():
 
 
 def test_the_kb_backend_proposes_the_recipe_of_the_diagnosed_class():
-    from debugger.backends.kb import KBBackend
-
-    for name, case in CASES.items():
-        cls = RECIPES[case.recipe].bug_classes[0]
-        diagnosis = {"hypotheses": [{"bug_class": cls, "confidence": 0.9, "supported": True, "lines": [],
-                                     "evidence": [case.fact]},
-                                    {"bug_class": "other", "confidence": 0.1, "supported": False, "lines": []}]}
-        proposals = KBBackend().propose(case.src, diagnosis, {"patterns": []}, {})
-        assert proposals and proposals[0].recipe == case.recipe, (name, [p.recipe for p in proposals[:4]])
+    assert_kb_proposes_each_first(CASES)
 
 
 # -- on a GPU --------------------------------------------------------------------------------------------
