@@ -185,7 +185,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
     setup = {"reference_src": case.reference_src, "candidate_src": case.candidate_src,
              "deny_read": deny, "allow_write": [str(sandbox_cache_dir())], **gpu_check.setup_fields(device)}
 
-    if device == "cpu" and _is_cuda_candidate(case.candidate_src):
+    if device == "cpu" and is_cuda_candidate(case.candidate_src):
         report.status = "invalid_input"
         report.message = ("the candidate builds CUDA kernels with load_inline: they need a GPU and nvcc "
                           "(--device cuda); not judged on the CPU, where Triton's interpreter runs only Triton")
@@ -433,7 +433,7 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
     return header, blob
 
 
-def _is_cuda_candidate(src: str | None) -> bool:
+def is_cuda_candidate(src: str | None) -> bool:
     """The candidate builds CUDA: __global__ kernels in its extension strings (the CUDA language layer finds
     them) or `cuda_sources=` handed to load_inline. A C++-only extension builds and runs on the CPU."""
     if not src or ("load_inline" not in src and "__global__" not in src):

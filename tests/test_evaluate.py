@@ -412,3 +412,11 @@ def test_a_cuda_candidate_on_the_cpu_is_not_judged_and_the_repair_changes_nothin
     repaired = run_cli("repair", str(tmp_path), "--device", "cpu", "--backend", "kb", "--json")
     assert repaired.returncode == 2 and json.loads(repaired.stdout)["status"] == "invalid_input", repaired.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["candidate.py", "reference.py"]
+    # the gate: the static rules judge it, the run could not, so an accept is incomplete (2), never a rejection
+    checked = run_cli("check", str(tmp_path), "--device", "cpu", "--json")
+    data = json.loads(checked.stdout)
+    assert checked.returncode == 2 and data["verdict"] == "accept" and "--device cuda" in data["dynamic_not_run"]
+    assert not any(f["rule"] == "does_not_run" for f in data["findings"])
+    (tmp_path / "candidate.py").write_text(CUDA_ADD_ONE.replace("return ext.add_one_cuda(x)", "return x + 1"))
+    cheat = run_cli("check", str(tmp_path), "--device", "cpu", "--json")
+    assert cheat.returncode == 3 and json.loads(cheat.stdout)["verdict"] == "reject"  # static rules suffice

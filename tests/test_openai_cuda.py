@@ -248,7 +248,7 @@ def test_through_the_repair_graph_a_malformed_reply_is_the_runs_stop_not_an_exce
     with ReplayServer(replies) as server:
         # On the CPU a CUDA candidate is not judged (invalid_input); here the evaluation is let through to
         # the build, which fails (compile_error), so that the graph goes on to diagnose it and ask the model.
-        monkeypatch.setattr(debugger.evaluate, "_is_cuda_candidate", lambda src: False)
+        monkeypatch.setattr(debugger.evaluate, "is_cuda_candidate", lambda src: False)
         settings = resolve(device="cpu", backend="openai", max_iters=3, timeout=120, base_url=server.base_url,
                            api_key="k", model="m")
         result = repair(case_from_sources(SHIFT_REF, SHIFT, name="shift"), settings=settings, ledger=ledger,

@@ -154,9 +154,9 @@ def _host_side(diag: Diagnosis, case: Case, timeout: float) -> None:
     with other tensors than Model under KernelBench's seed, that is diagnosed (parameter_init, host side
     only); otherwise the diagnosis stays invalid_input, saying what was checked."""
     from debugger import host_params
-    from debugger.evaluate import _is_cuda_candidate
+    from debugger.evaluate import is_cuda_candidate
 
-    if not _is_cuda_candidate(case.candidate_src):
+    if not is_cuda_candidate(case.candidate_src):
         return
     deny = [str(p.parent) for p in (case.reference_path, case.candidate_path) if p]
     host = host_params.check(case.reference_src, case.candidate_src, deny_read=deny, timeout=timeout)

@@ -36,4 +36,7 @@ def run(args) -> int:
             print(work_text(verdict.torch_work))
         for f in verdict.findings:
             print(f"  {f.severity:<6} {f.rule:<30} line {f.line or '-':<4} {f.message}")
+    if verdict.dynamic_not_run and verdict.accepted:  # an incomplete answer, not an accept (exit 2)
+        log(f"kdebug: {verdict.dynamic_not_run}")
+        return 2
     return 0 if verdict.accepted else 3

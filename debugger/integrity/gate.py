@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from debugger.case import Case
+from debugger.evaluate import is_cuda_candidate
 from debugger.integrity.dynamic import dynamic_findings
 from debugger.integrity.findings import REJECT, Finding
 from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
@@ -32,14 +33,18 @@ class Verdict:
     evaluation: dict | None = None
     policy: str = DEFAULT_POLICY
     torch_work: dict | None = None  # PyTorch's measured share of the work and its top ops (work.py)
+    dynamic_not_run: str | None = None  # why the sandboxed run did not happen (a CUDA candidate on the CPU)
 
     @property
     def accepted(self) -> bool:
         return self.verdict == "accept"
 
     def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "policy": self.policy, "findings": [f.to_dict() for f in self.findings],
-                "torch_work": self.torch_work, "evaluation": self.evaluation}
+        out = {"verdict": self.verdict, "policy": self.policy, "findings": [f.to_dict() for f in self.findings],
+               "torch_work": self.torch_work, "evaluation": self.evaluation}
+        if self.dynamic_not_run:
+            out["dynamic_not_run"] = self.dynamic_not_run
+        return out
 
     def reasons(self) -> list[str]:
         return [f"{f.rule}: {f.message}" for f in self.findings if f.severity == REJECT]
@@ -55,8 +60,13 @@ def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dy
     a whole layer into PyTorch; `kdebug check` and the MCP tool default to kernelbench. `sizes`: the
     evaluation's sizes (published, small or auto; debugger/sizes.py)."""
     policy = check_policy(policy)
-    evaluation = measured = None
+    evaluation = measured = not_run = None
     dyn: list[Finding] = []
+    if dynamic and device == "cpu" and is_cuda_candidate(case.candidate_src):
+        # code that cannot run here is judged by the static rules alone, never rejected for not running
+        dynamic, not_run = False, ("the dynamic checks were not run: the candidate builds CUDA kernels with "
+                                   "load_inline, which need a GPU and nvcc (--device cuda); the static rules "
+                                   "alone judged it")
     if dynamic and not SourceModule(case.candidate_src).has_error:
         dyn, evaluation, measured = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy,
                                                      sizes=sizes)
@@ -67,4 +77,5 @@ def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dy
         findings.extend(regressions(baseline_src, case.candidate_src, case.reference_src, policy))
     findings.extend(dyn)
     verdict = "reject" if any(f.severity == REJECT for f in findings) else "accept"
-    return Verdict(verdict, findings, evaluation, policy, measured.summary() if measured is not None else None)
+    return Verdict(verdict, findings, evaluation, policy, measured.summary() if measured is not None else None,
+                   not_run)
