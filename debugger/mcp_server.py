@@ -266,13 +266,16 @@ class VerdictOut(BaseModel):
     evaluation: EvaluationOut | None = Field(None, description="the sandboxed run with hidden inputs "
                                                                "(absent when static_only)")
     policy: str | None = Field(None, description="the integrity policy the verdict was reached under")
+    dynamic_not_run: str | None = Field(None, description="why the sandboxed run did not happen (a CUDA candidate "
+                                                          "on a machine without a GPU): the static rules alone "
+                                                          "judged it, so an accept is incomplete")
 
 
 def verdict_out(verdict) -> VerdictOut:
     return VerdictOut(verdict=verdict.verdict, accepted=verdict.accepted, reasons=verdict.reasons(),
                       findings=[FindingOut(**f.to_dict()) for f in verdict.findings],
                       evaluation=evaluation_out(verdict.evaluation) if verdict.evaluation else None,
-                      policy=getattr(verdict, "policy", None))
+                      policy=getattr(verdict, "policy", None), dynamic_not_run=getattr(verdict, "dynamic_not_run", None))
 
 
 class HitOut(BaseModel):
