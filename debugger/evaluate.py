@@ -187,8 +187,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
 
     if device == "cpu" and is_cuda_candidate(case.candidate_src):
         report.status = "invalid_input"
-        report.message = ("the candidate builds CUDA kernels with load_inline: they need a GPU and nvcc "
-                          "(--device cuda); not judged on the CPU, where Triton's interpreter runs only Triton")
+        report.message = CUDA_ON_CPU + "; not judged on the CPU, where Triton's interpreter runs only Triton"
         return _finish(ev, t_start)
     reference = sandbox.spawn("reference", setup)
     candidate = None
@@ -431,6 +430,9 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
         check.message = f"candidate: {crowded}" if crowded else f"candidate raised {header.get('error')}"
         return None
     return header, blob
+
+
+CUDA_ON_CPU = "the candidate builds CUDA kernels with load_inline: they need a GPU and nvcc (--device cuda)"
 
 
 def is_cuda_candidate(src: str | None) -> bool:

@@ -91,11 +91,12 @@ def inspect(reference_src: str, candidate_src: str) -> dict:
     out: dict = {}
     try:
         ref_module = _module("kdebug_reference", reference_src)
-        floating = _floating_reference_names(ref_module)
         mapping = _build(ref_module, candidate_src, "kdebug_candidate")
+        unmatched = mapping["unmatched_reference"]
+        # Model is built once more only to tell its floating tensors from integer buffers, when any is unmatched
+        floating = _floating_reference_names(ref_module) if unmatched else set()
         out.update(pairs=len(mapping["pairs"]), parameter_map=mapping, differing=_differing(mapping),
-                   unmatched_reference=mapping["unmatched_reference"],
-                   unheld=[n for n in mapping["unmatched_reference"] if n in floating])
+                   unmatched_reference=unmatched, unheld=[n for n in unmatched if n in floating])
         if out["differing"]:
             patch = parameter_init_patch(candidate_src, reference_src, mapping)
             if patch is None:

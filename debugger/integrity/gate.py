@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from debugger.case import Case
-from debugger.evaluate import is_cuda_candidate
+from debugger.evaluate import CUDA_ON_CPU, is_cuda_candidate
 from debugger.integrity.dynamic import dynamic_findings
 from debugger.integrity.findings import REJECT, Finding
 from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
@@ -64,9 +64,7 @@ def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dy
     dyn: list[Finding] = []
     if dynamic and device == "cpu" and is_cuda_candidate(case.candidate_src):
         # code that cannot run here is judged by the static rules alone, never rejected for not running
-        dynamic, not_run = False, ("the dynamic checks were not run: the candidate builds CUDA kernels with "
-                                   "load_inline, which need a GPU and nvcc (--device cuda); the static rules "
-                                   "alone judged it")
+        dynamic, not_run = False, f"the dynamic checks were not run: {CUDA_ON_CPU}; the static rules alone judged it"
     if dynamic and not SourceModule(case.candidate_src).has_error:
         dyn, evaluation, measured = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy,
                                                      sizes=sizes)

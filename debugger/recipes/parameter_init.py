@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import textwrap
 
 from debugger.recipes.base import Patch
@@ -122,8 +123,6 @@ class _Globals(ast.NodeTransformer):
 
 def _loads(node: ast.AST, scope: set[str] = frozenset()) -> set[str]:
     """The module-scope names a definition (or a statement run with `scope` bound) reads."""
-    import copy
-
     visitor = _Globals({}, scope)
     visitor.visit(copy.deepcopy(node))
     return visitor.read
@@ -154,9 +153,9 @@ def _helpers(free: set[str], ref_names: dict[str, ast.stmt]) -> list[ast.stmt] |
     while todo:
         name = todo.pop()
         node = ref_names[name]
-        if name in found or name == "Model":
-            if name == "Model":
-                return None
+        if name == "Model":
+            return None
+        if name in found:
             continue
         if isinstance(node, ast.Assign) and (len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name)):
             return None
@@ -169,8 +168,6 @@ def _helpers(free: set[str], ref_names: dict[str, ast.stmt]) -> list[ast.stmt] |
 def _renamed(node: ast.stmt, renames: dict[str, str], scope: set[str] = frozenset()) -> str:
     """The statement's source with the module-scope names of the taken-along definitions replaced (a
     parameter or local of the same name keeps its own)."""
-    import copy
-
     return ast.unparse(_Globals(renames, scope).visit(copy.deepcopy(node)))
 
 
@@ -215,11 +212,11 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
     if helpers is None:
         return None  # Model's constructor needs something of the reference file it cannot take along
     free |= {n for h in helpers for n in _loads(h) if n in ref_names}
+    taken = {_target(h) for h in helpers}
     imports = []
     for name in sorted(free):
         node = ref_names.get(name)
-        if name in cand_names and not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.Assign)) or \
-                name in {_target(h) for h in helpers}:
+        if name in cand_names and not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.Assign)) or name in taken:
             continue
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             return None
@@ -231,7 +228,7 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
     if helpers or methods:
         # Model's constructor calls its own methods or the reference file's classes, functions or
         # constants: they come along under names of their own (the candidate may define its own Bottleneck)
-        renames = {_target(h): f"_Model_{_target(h)}" for h in helpers}
+        renames = {name: f"_Model_{name}" for name in taken}
         pieces = [_renamed(h, renames) for h in helpers]
         bound = _locals(model_init)
         body_text = "\n".join(_renamed(stmt, renames, bound) for stmt in body)

@@ -65,8 +65,8 @@ def _plain(t):
 # A candidate element within NOISE_MARGIN times the reference's own rounding error there passes; the
 # floor is measured only for a candidate within NOISE_GUARD times the reference's largest such error.
 NOISE_MARGIN = 2.0
-OTHER_DRAWS = 8  # hidden_same_buffers: draws of get_inputs() tried for one with every tensor's shape
 NOISE_GUARD = 4.0
+OTHER_DRAWS = 8  # hidden_same_buffers: draws of get_inputs() tried for one with every tensor's shape
 
 
 class ReferenceRole:
