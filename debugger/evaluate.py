@@ -186,9 +186,14 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
              "deny_read": deny, "allow_write": [str(sandbox_cache_dir())], **gpu_check.setup_fields(device)}
 
     if device == "cpu" and is_cuda_candidate(case.candidate_src):
-        report.status = "invalid_input"
-        report.message = CUDA_ON_CPU + "; not judged on the CPU, where Triton's interpreter runs only Triton"
-        return _finish(ev, t_start)
+        from debugger.lang.cuda import emulate
+
+        blocked = cuda_blocked_on_cpu(case.candidate_src)
+        if blocked:
+            report.status = "invalid_input"
+            report.message = blocked
+            return _finish(ev, t_start)
+        report.emulation = emulate.EMULATED
     reference = sandbox.spawn("reference", setup)
     candidate = None
     try:
@@ -432,7 +437,7 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
     return header, blob
 
 
-CUDA_ON_CPU = "the candidate builds CUDA kernels with load_inline: they need a GPU and nvcc (--device cuda)"
+CUDA_ON_CPU = "the candidate's CUDA kernels need a GPU and nvcc (--device cuda)"
 
 
 def is_cuda_candidate(src: str | None) -> bool:
@@ -445,6 +450,16 @@ def is_cuda_candidate(src: str | None) -> bool:
     from debugger.lang import get
 
     return bool(get("cuda").kernels(src))
+
+
+def cuda_blocked_on_cpu(src: str | None) -> str | None:
+    """Why a CUDA candidate cannot run on the CPU (kdebug's emulation does not run what it uses), or None."""
+    if not is_cuda_candidate(src):
+        return None
+    from debugger.lang.cuda import emulate
+
+    blocked = emulate.blocker(src)
+    return f"{CUDA_ON_CPU}: {blocked}" if blocked else None
 
 
 def _reference_failed(check: CheckResult, error: str | None, prefix: str = "") -> str | None:

@@ -75,6 +75,8 @@ def eval_text(report) -> str:
                         if pm["unmatched_reference"] else ""))
     for w in report.reference_warnings:
         lines.append(f"warning: {w}")
+    if report.emulation:
+        lines.append(f"note: {report.emulation}")
     if report.signature:
         lines.append(f"signature: {report.signature.key()}")
     return "\n".join(lines)

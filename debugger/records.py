@@ -93,6 +93,7 @@ class EvalReport:
     parameter_map: dict | None = None  # ModelNew <- Model tensor correspondence (debugger/params.py)
     sizes: dict = field(default_factory=dict)  # the sizes plan when not published (debugger/sizes.py)
     gpu_compile: list = field(default_factory=list)  # interpreted kernels that do not compile for sm_90 (gpu_check.py)
+    emulation: str = ""  # set when CUDA kernels ran on the CPU through kdebug's runtime (lang/cuda/emulate)
 
     @property
     def passed(self) -> bool:

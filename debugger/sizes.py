@@ -27,16 +27,21 @@ def input_constants(reference_src: str) -> dict[str, int]:
     """Module-level int constants (> 1) that get_inputs() reads, in the order to scale them."""
     tree = ast.parse(reference_src)
     consts: dict[str, int] = {}
+    known: dict[str, int] = {}  # every int constant so far, for expressions that name one (`N = 2048 * 2`)
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            v = node.value
-            if isinstance(v, ast.Constant) and type(v.value) is int and v.value > 1:
-                consts[node.targets[0].id] = v.value
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
-                and isinstance(node.value, ast.Tuple):
-            for t, v in zip(node.targets[0].elts, node.value.elts):
-                if isinstance(t, ast.Name) and isinstance(v, ast.Constant) and type(v.value) is int and v.value > 1:
-                    consts[t.id] = v.value
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        pairs = [(target, node.value)] if isinstance(target, ast.Name) else (
+            list(zip(target.elts, node.value.elts))
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) else [])
+        for t, v in pairs:
+            value = _int_value(v, known) if isinstance(t, ast.Name) else None
+            if value is None:
+                continue
+            known[t.id] = value
+            if value > 1:
+                consts[t.id] = value
     get_inputs = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
     if get_inputs is None:
         return {}
@@ -45,6 +50,23 @@ def input_constants(reference_src: str) -> dict[str, int]:
     hyper = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} if init is not None else set()
     keep = {k: v for k, v in consts.items() if k in used and k not in hyper}
     return dict(sorted(keep.items(), key=lambda kv: (not BATCH_LIKE.search(kv[0]), -kv[1])))
+
+
+_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+            ast.FloorDiv: lambda a, b: a // b if b else None, ast.LShift: lambda a, b: a << b if 0 <= b < 63 else None,
+            ast.Pow: lambda a, b: a ** b if 0 <= b < 63 else None}
+
+
+def _int_value(node: ast.AST, known: dict[str, int]) -> int | None:
+    """The value of an int constant expression (literals, names of earlier int constants, + - * // ** <<)."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.Name):
+        return known.get(node.id)
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        a, b = _int_value(node.left, known), _int_value(node.right, known)
+        return None if a is None or b is None else _INT_OPS[type(node.op)](a, b)
+    return None
 
 
 def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40) -> tuple[dict, int, int]:

@@ -16,8 +16,9 @@ answers; with --repair `kdebug repair --backend kb --json -o OUT/repairs/ID.py` 
 and `kdebug check --json` on what it repaired. Flags the installed kdebug does not take yet
 (--semantics, --sizes, --policy) are left out and the row says so.
 
-CUDA answers (load_inline) need nvcc and a GPU: on --device cpu they are reported `not_runnable`,
-never run and never counted as failures.
+CUDA answers (load_inline) run on --device cpu through kdebug's CPU emulation of CUDA
+(debugger/lang/cuda/emulate); those using what it does not run (inline PTX, cuBLAS, wmma...) are
+reported `not_runnable`, with the reason, and never counted as failures.
 
 Writes OUT/rows.jsonl (one row per answer, as it finishes; --resume skips the rows already there),
 OUT/rows.json (rows + summary) and OUT/table.md (the agreement matrix per semantics, the
@@ -47,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from debugger.evaluate import CUDA_ON_CPU  # noqa: E402
 from ingest.answers import Answer, read_pool  # noqa: E402
 
 STATUSES = ("pass", "mismatch", "compile_error", "runtime_error", "timeout", "invalid_input")
@@ -159,9 +161,6 @@ def verdict(row: dict, semantics: str) -> str:
 def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     """One answer through eval (and diagnose, repair, check when asked); the result row."""
     row = {**answer.row(), "case_dir": str(case), "flags": {}, "semantics": opts.semantics or "kernel"}
-    if answer.language == "cuda" and opts.device == "cpu":
-        row["not_runnable"] = "CUDA (load_inline) needs nvcc and a GPU; run with --device cuda"
-        return row
     device = ["--device", opts.device]
     flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes,
                                    "--checks": getattr(opts, "checks", None)}, row["flags"])
@@ -169,6 +168,10 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     row["eval"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
     if res["json"] is None:
         row["eval"]["error"] = "timed out" if res["timed_out"] else "no JSON: " + res["stderr_tail"][-300:]
+    message = (res["json"] or {}).get("message") or ""
+    if (res["json"] or {}).get("status") == "invalid_input" and message.startswith(CUDA_ON_CPU):
+        row["not_runnable"] = message  # CUDA the CPU emulation does not run (PTX, cuBLAS...)
+        return row
     # the verdict the run judges by decides what is diagnosed and repaired (a parameter_init answer
     # passes the kernel verdict and fails KernelBench's)
     failing = verdict(row, "kernel") in FAILING or (opts.semantics == "kernelbench"
@@ -438,7 +441,7 @@ def markdown(s: dict) -> str:
     if s.get("left_by_deadline"):
         lines += [f"{s['left_by_deadline']} selected answers not started (--deadline): not in the table.", ""]
     if s["not_runnable"]:
-        lines += [f"{s['not_runnable']} answers not runnable here (CUDA needs nvcc and a GPU): not counted "
+        lines += [f"{s['not_runnable']} answers not runnable here (CUDA the CPU emulation does not run): not counted "
                   "as failures.", ""]
     for sem, a in s["agreement"].items():
         cols = [c for c in (*STATUSES, *NOT_JUDGED) if any(c in m for m in a["matrix"].values())]

@@ -380,6 +380,9 @@ class ModelNew(nn.Module):
         return ext.add_one_cuda(x)
 '''
 
+# The same kernel with an inline PTX statement, which kdebug's CPU emulation of CUDA does not run.
+CUDA_PTX_ADD_ONE = CUDA_ADD_ONE.replace("if (i < n) y[i]", 'asm volatile("" ::: "memory");\n    if (i < n) y[i]')
+
 ADD_ONE_REF = '''
 import torch
 import torch.nn as nn
@@ -399,15 +402,15 @@ def get_init_inputs():
 '''
 
 
-def test_a_cuda_candidate_on_the_cpu_is_not_judged_and_the_repair_changes_nothing(tmp_path):
-    """No nvcc, no GPU: a load_inline candidate is unusable here (exit 2, one line), not a compile error of
-    the candidate's; a Triton candidate on the same machine is judged as before (test above)."""
+def test_a_cuda_candidate_the_cpu_cannot_emulate_is_not_judged_and_the_repair_changes_nothing(tmp_path):
+    """No nvcc, no GPU, and CUDA the CPU emulation does not run (inline PTX): the candidate is unusable
+    here (exit 2, one line), not a compile error of the candidate's; the gate judges it statically."""
     (tmp_path / "reference.py").write_text(ADD_ONE_REF)
-    (tmp_path / "candidate.py").write_text(CUDA_ADD_ONE)
+    (tmp_path / "candidate.py").write_text(CUDA_PTX_ADD_ONE)
     proc = run_cli("eval", str(tmp_path), "--device", "cpu", "--json")
     assert proc.returncode == 2, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["status"] == "invalid_input" and "--device cuda" in data["message"]
+    assert data["status"] == "invalid_input" and "--device cuda" in data["message"] and "PTX" in data["message"]
     assert "Traceback" not in proc.stderr and "CUDA kernels" in proc.stderr.strip().splitlines()[-1]
     repaired = run_cli("repair", str(tmp_path), "--device", "cpu", "--backend", "kb", "--json")
     assert repaired.returncode == 2 and json.loads(repaired.stdout)["status"] == "invalid_input", repaired.stdout
@@ -417,6 +420,6 @@ def test_a_cuda_candidate_on_the_cpu_is_not_judged_and_the_repair_changes_nothin
     data = json.loads(checked.stdout)
     assert checked.returncode == 2 and data["verdict"] == "accept" and "--device cuda" in data["dynamic_not_run"]
     assert not any(f["rule"] == "does_not_run" for f in data["findings"])
-    (tmp_path / "candidate.py").write_text(CUDA_ADD_ONE.replace("return ext.add_one_cuda(x)", "return x + 1"))
+    (tmp_path / "candidate.py").write_text(CUDA_PTX_ADD_ONE.replace("return ext.add_one_cuda(x)", "return x + 1"))
     cheat = run_cli("check", str(tmp_path), "--device", "cpu", "--json")
     assert cheat.returncode == 3 and json.loads(cheat.stdout)["verdict"] == "reject"  # static rules suffice

@@ -1,4 +1,5 @@
-"""A CUDA candidate on the CPU: not judged, but its parameter initialisation is (debugger/host_params.py)."""
+"""A CUDA candidate the CPU emulation cannot run (inline PTX): not judged, but its parameter initialisation
+is (debugger/host_params.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,10 +12,12 @@ REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("_rpi_tests", REPO / "tests" / "test_real_param_init.py")
 own = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(own)
+PTX_CANDIDATE = own.CANDIDATE.replace("float acc = b[c];", 'float acc = b[c];\n            asm volatile("" ::: "memory");')
+assert PTX_CANDIDATE != own.CANDIDATE
 
 
 def test_diagnose_on_the_cpu_names_parameter_init_from_the_host_side():
-    case = case_from_sources(own.REFERENCE, own.CANDIDATE.replace("INIT", own.OWN), name="gemm_scale")
+    case = case_from_sources(own.REFERENCE, PTX_CANDIDATE.replace("INIT", own.OWN), name="gemm_scale")
     diag = diagnose(case, "cpu", timeout=120)
     assert diag.status == "diagnosed" and diag.bug_class == "parameter_init", diag.summary
     top = diag.hypotheses[0]
@@ -25,7 +28,7 @@ def test_diagnose_on_the_cpu_names_parameter_init_from_the_host_side():
 
 
 def test_diagnose_on_the_cpu_of_a_cuda_candidate_drawing_as_model_stays_not_judged():
-    case = case_from_sources(own.REFERENCE, own.CANDIDATE.replace("INIT", own.AS_MODEL), name="gemm_scale")
+    case = case_from_sources(own.REFERENCE, PTX_CANDIDATE.replace("INIT", own.AS_MODEL), name="gemm_scale")
     diag = diagnose(case, "cpu", timeout=120)
     assert diag.status == "invalid_input" and diag.hypotheses == []
     assert "--device cuda" in diag.summary and "starts with Model's tensors" in diag.summary

@@ -91,10 +91,10 @@ async def test_gate_names_the_policy_it_judged_under(client):
         assert r["policy"] == policy and r["verdict"] == "accept", r["reasons"]
 
 
-async def test_gate_on_the_cpu_says_a_cuda_candidate_was_not_run(client):
-    from tests.test_evaluate import ADD_ONE_REF, CUDA_ADD_ONE
+async def test_gate_on_the_cpu_says_a_cuda_candidate_it_cannot_emulate_was_not_run(client):
+    from tests.test_evaluate import ADD_ONE_REF, CUDA_PTX_ADD_ONE  # PTX: not run by the CPU emulation
 
-    r = await call(client, "check_integrity", reference_src=ADD_ONE_REF, candidate_src=CUDA_ADD_ONE, device="cpu")
+    r = await call(client, "check_integrity", reference_src=ADD_ONE_REF, candidate_src=CUDA_PTX_ADD_ONE, device="cpu")
     assert r["verdict"] == "accept" and r["evaluation"] is None and "--device cuda" in r["dynamic_not_run"]
     assert not any(f["rule"] == "does_not_run" for f in r["findings"])
 

@@ -19,8 +19,9 @@ REF = (REPO / "tests/data/kernels/add_reference.py").read_text()
 TORCH_ADD = ("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
              "    def forward(self, a, b):\n        return a + b\n")
 TORCH_SUB = TORCH_ADD.replace("a + b", "a - b")
+# inline PTX: CUDA that kdebug's CPU emulation does not run (not_runnable on --device cpu)
 CUDA_ADD = ('import torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n'
-            'src = "__global__ void add(const float* a, const float* b, float* c, int n) {}"\n\n\n'
+            'src = """__global__ void add(const float* a, const float* b, float* c, int n) { asm("trap;"); }"""\n\n\n'
             'class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a + b\n')
 
 
@@ -147,10 +148,11 @@ def test_rows_repair_flow_and_the_table(tmp_path):
     assert row["eval"]["slowest_check"] == {"name": "seed0", "seconds": 1.2} and row["eval"]["checks"] == 2
     assert row["eval"]["parameter_map"] == {"pairs": 1, "unmatched_candidate": [], "unmatched_reference": ["b"]}
     assert row["diagnose"]["top"] == "operator_misread" and row["check"]["verdict"] == "accept"
-    cuda = answers["nearmiss/cuda_add__m2"]
-    fake.calls.clear()
-    cuda_row = real_pool.run_answer(cuda, cuda.write(out / "cases"), fake, opts(), out)
-    assert fake.calls == [] and "nvcc" in cuda_row["not_runnable"]
+    cuda = answers["nearmiss/cuda_add__m2"]  # CUDA the CPU emulation does not run: kdebug eval says so
+    blocked = FakeKdebug({"eval": {"status": "invalid_input",
+                                   "message": real_pool.CUDA_ON_CPU + ": they use inline PTX assembly, ..."}})
+    cuda_row = real_pool.run_answer(cuda, cuda.write(out / "cases"), blocked, opts(), out)
+    assert [c[0] for c in blocked.calls] == ["eval"] and "PTX" in cuda_row["not_runnable"]
     assert real_pool.verdict(cuda_row, "kernel") == "not_runnable"
     honest = {**answers["honest/add__m1"].row(), "flags": {},
               "eval": {"status": "mismatch", "message": "mismatch on 2/16 checks", "seconds": 4.0,

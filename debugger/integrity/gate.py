@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from debugger.case import Case
-from debugger.evaluate import CUDA_ON_CPU, is_cuda_candidate
+from debugger.evaluate import cuda_blocked_on_cpu
 from debugger.integrity.dynamic import dynamic_findings
 from debugger.integrity.findings import REJECT, Finding
 from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
@@ -62,9 +62,9 @@ def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dy
     policy = check_policy(policy)
     evaluation = measured = not_run = None
     dyn: list[Finding] = []
-    if dynamic and device == "cpu" and is_cuda_candidate(case.candidate_src):
-        # code that cannot run here is judged by the static rules alone, never rejected for not running
-        dynamic, not_run = False, f"the dynamic checks were not run: {CUDA_ON_CPU}; the static rules alone judged it"
+    blocked = cuda_blocked_on_cpu(case.candidate_src) if dynamic and device == "cpu" else None
+    if blocked:  # code that cannot run here is judged by the static rules alone, never rejected for not running
+        dynamic, not_run = False, f"the dynamic checks were not run: {blocked}; the static rules alone judged it"
     if dynamic and not SourceModule(case.candidate_src).has_error:
         dyn, evaluation, measured = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy,
                                                      sizes=sizes)

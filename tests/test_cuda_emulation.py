@@ -1,0 +1,195 @@
+"""CUDA on the CPU (debugger/lang/cuda/emulate): the translation, the runtime on kernels of our own (shared
+memory and barriers, warp shuffles and votes, dynamic shared memory, atomics, invalid launches, cuBLAS's
+SGEMM), and kdebug eval / repair of CUDA candidates on --device cpu."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+from torch.utils import cpp_extension
+
+from debugger.case import case_from_sources
+from debugger.evaluate import evaluate
+from debugger.lang.cuda import emulate
+from debugger.lang.cuda.emulate.translate import Untranslatable, blocker, translate, unit_prelude
+
+
+def test_launches_become_runtime_calls_with_lines_kept():
+    code = textwrap.dedent("""
+        // k<<<1, 2>>>(a) in a comment is not a launch
+        void host(float* x, int n, cudaStream_t s) {
+            scale<float, 4><<<(n + 255) / 256, dim3(16, 16),
+                             64 * sizeof(float), s>>>(
+                x, n);
+            plain <<< n >> 8, 256 >>> ();
+        }
+        """)
+    out = translate(code)
+    assert out.count("\n") == code.count("\n")
+    assert "::kdcpu::launch(::kdcpu::cfg((n + 255) / 256, dim3(16, 16),\n" in out
+    assert "{ scale<float, 4>(kd_a...); }, \n        x, n);" in out
+    assert "::kdcpu::cfg( n >> 8, 256 ), [&](auto&&... kd_a) { plain(kd_a...); })" in out
+    assert "<<<" not in out and "k<<<1" not in out
+
+
+def test_extern_shared_device_tests_and_includes():
+    out = translate(textwrap.dedent("""
+        #include <cuda_runtime.h>
+        #include <ATen/cuda/CUDAContext.h>
+        #include <torch/extension.h>
+        __global__ void k(float* y) { extern __shared__ __align__(16) float4 tile[]; }
+        void f(torch::Tensor x) { TORCH_CHECK(x.is_cuda(), "cuda"); auto o = torch::zeros({1}, x.options().device(torch::kCUDA)); }
+        """))
+    assert "float4* tile = reinterpret_cast<float4*>(::kdcpu::dynamic_smem());" in out
+    assert "cuda_runtime" not in out and "CUDAContext" not in out and "#include <torch/extension.h>" in out
+    assert "x.is_cpu()" in out and "torch::kCPU" in out
+    assert unit_prelude(["__syncthreads();"]).startswith("#define KDCPU_FIBERS 1")
+    assert unit_prelude(["y[i] = x[i];"]).startswith("#define KDCPU_FIBERS 0")
+
+
+def test_what_the_runtime_does_not_run_is_named():
+    assert blocker('asm volatile("bar.sync 0;");') == "inline PTX assembly"
+    assert blocker("wmma::fragment<wmma::matrix_a, 16, 16, 16, half> a;") == "tensor-core fragments (wmma)"
+    assert blocker("cublasLtMatmul(h, d, a, A, da, B, db, b, C, dc, C, dc, 0, 0, 0, s);") == "cuBLAS beyond cublasSgemm"
+    assert blocker("cublasCreate(&h); cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &a, A, m, B, k, &b, C, m);") is None
+    assert blocker("// asm(\"trap;\") only in a comment") is None
+    with pytest.raises(Untranslatable):
+        translate("void f() { k<<<1, 1>>>; }")
+
+
+KERNELS = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+__global__ void row_sum_shared(const float* x, float* out, int cols) {
+    __shared__ float part[128];
+    int row = blockIdx.x, t = threadIdx.x;
+    float s = 0.f;
+    for (int c = t; c < cols; c += blockDim.x) s += x[row * cols + c];
+    part[t] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if (t < w) part[t] += part[t + w];
+        __syncthreads();
+    }
+    if (t == 0) out[row] = part[0];
+}
+
+__global__ void warp_stats(const float* x, float* sum, float* mx, int* positives, int cols) {
+    int row = blockIdx.x, lane = threadIdx.x;
+    float v = lane < cols ? x[row * cols + lane] : 0.f;
+    float s = v, m = lane < cols ? v : -FLT_MAX;
+    for (int o = 16; o > 0; o >>= 1) {
+        s += __shfl_down_sync(0xffffffff, s, o);
+        m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, o));
+    }
+    unsigned bits = __ballot_sync(0xffffffff, lane < cols && v > 0.f);
+    if (lane == 0) { sum[row] = s; mx[row] = m; positives[row] = __popc(bits); }
+}
+
+__global__ void reverse_dynamic(const float* x, float* y, int n) {
+    extern __shared__ float buf[];
+    int t = threadIdx.x;
+    if (t < n) buf[t] = x[blockIdx.x * n + t];
+    __syncthreads();
+    if (t < n) y[blockIdx.x * n + t] = buf[n - 1 - t];
+}
+
+__global__ void atomic_total(const float* x, float* total, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(total, x[i]);
+}
+
+__global__ void copy(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+
+std::vector<torch::Tensor> reductions(torch::Tensor x) {
+    TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+    int rows = x.size(0), cols = x.size(1);
+    auto sum = torch::empty({rows}, x.options()), wsum = torch::empty({rows}, x.options());
+    auto wmax = torch::empty({rows}, x.options());
+    auto pos = torch::empty({rows}, x.options().dtype(torch::kInt32));
+    auto rev = torch::empty_like(x), total = torch::zeros({1}, x.options());
+    row_sum_shared<<<rows, 128>>>(x.data_ptr<float>(), sum.data_ptr<float>(), cols);
+    warp_stats<<<rows, 32>>>(x.data_ptr<float>(), wsum.data_ptr<float>(), wmax.data_ptr<float>(),
+                             pos.data_ptr<int>(), cols);
+    reverse_dynamic<<<rows, cols, cols * sizeof(float)>>>(x.data_ptr<float>(), rev.data_ptr<float>(), cols);
+    atomic_total<<<(x.numel() + 63) / 64, 64>>>(x.data_ptr<float>(), total.data_ptr<float>(), x.numel());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {sum, wsum, wmax, pos, rev, total};
+}
+
+torch::Tensor copy_with(torch::Tensor x, int64_t blocks, int64_t threads) {
+    auto y = torch::zeros_like(x);
+    copy<<<blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+
+torch::Tensor sgemm(torch::Tensor a, torch::Tensor b) {  // row-major a @ b through column-major cuBLAS
+    int m = a.size(0), k = a.size(1), n = b.size(1);
+    auto c = torch::empty({m, n}, a.options());
+    cublasHandle_t h;
+    cublasCreate(&h);
+    float one = 1.f, zero = 0.f;
+    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b.data_ptr<float>(), n, a.data_ptr<float>(), k,
+                &zero, c.data_ptr<float>(), n);
+    cublasDestroy(h);
+    return c;
+}
+"""
+DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
+         "torch::Tensor copy_with(torch::Tensor x, int64_t blocks, int64_t threads);"
+         "torch::Tensor sgemm(torch::Tensor a, torch::Tensor b);")
+
+
+@pytest.fixture(scope="module")
+def ext(tmp_path_factory):
+    load_inline = emulate.make_load_inline(cpp_extension.load_inline)  # not install(): this process stays as is
+    return load_inline(name="emulation_test", cpp_sources=DECLS, cuda_sources=KERNELS,
+                       functions=["reductions", "copy_with", "sgemm"], extra_ldflags=["-lcublas"],
+                       build_directory=str(tmp_path_factory.mktemp("build")))
+
+
+def test_barriers_shuffles_dynamic_shared_memory_and_atomics_compute_as_on_a_gpu(ext):
+    torch.manual_seed(0)
+    x = torch.randn(5, 20)
+    s, ws, wm, pos, rev, total = ext.reductions(x)
+    torch.testing.assert_close(s, x.sum(1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ws, x.sum(1), rtol=1e-5, atol=1e-5)
+    assert torch.equal(wm, x.max(1).values) and torch.equal(pos, (x > 0).sum(1).int())
+    assert torch.equal(rev, x.flip(1))
+    torch.testing.assert_close(total, x.sum().reshape(1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_short_grid_leaves_elements_unwritten_and_invalid_launches_fail_as_on_a_gpu(ext):
+    x = torch.arange(1, 1001, dtype=torch.float32)
+    assert torch.equal(ext.copy_with(x, 4, 256), x)
+    short = ext.copy_with(x, 1000 // 256, 256)  # floor division: the last 232 elements stay zero
+    assert torch.equal(short[:768], x[:768]) and not short[768:].any()
+    with pytest.raises(RuntimeError, match="invalid configuration argument"):
+        ext.copy_with(x, 1, 2048)  # more than 1024 threads a block
+    with pytest.raises(RuntimeError, match="invalid configuration argument"):
+        ext.copy_with(x, 0, 256)
+
+
+def test_cublas_sgemm(ext):
+    a, b = torch.randn(7, 5), torch.randn(5, 3)
+    torch.testing.assert_close(ext.sgemm(a, b), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_kdebug_eval_runs_a_cuda_candidate_on_the_cpu_and_finds_its_short_grid():
+    from tests.test_evaluate import ADD_ONE_REF, CUDA_ADD_ONE
+
+    right = evaluate(case_from_sources(ADD_ONE_REF, CUDA_ADD_ONE), "cpu")
+    # right on every input the task draws; it reads its input as contiguous, as on a GPU
+    assert right.verdicts["kernelbench"]["status"] == "pass", right.message
+    assert {c.name for c in right.failed_checks} == {"noncontiguous", "transposed"}, right.message
+    assert right.emulation.startswith("CUDA emulated on the CPU")
+    short = CUDA_ADD_ONE.replace("(x.numel() + 255) / 256, 256", "x.numel() / 16, 16")  # 70 elements: 64 written
+    wrong = evaluate(case_from_sources(ADD_ONE_REF.replace("torch.randn(64)", "torch.randn(70)"), short), "cpu")
+    assert wrong.status == "mismatch", wrong.message
+    assert all(c.status == "mismatch" for c in wrong.checks if c.kind == "kernelbench")
