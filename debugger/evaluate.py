@@ -283,7 +283,7 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
     """The shapes every check runs at, measured by the reference worker (see debugger/sizes.py)."""
     from debugger import sizes as plan
 
-    free = {}
+    free: dict = {}
 
     def measure(shapes: dict):
         try:
@@ -291,6 +291,10 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
         except (WorkerTimeout, WorkerDied):
             return None
         free["bytes"] = header.get("device_free")
+        if not shapes:
+            free["forward_runs"] = header.get("ok") and not header.get("forward_error")
+        elif free.get("forward_runs") and header.get("forward_error"):
+            return None  # the reference's forward fails on shapes alone here (a window larger than the input)
         return header.get("bytes") if header.get("ok") else None
 
     budget = plan.BUDGET_BYTES.get(device, plan.BUDGET_BYTES["cpu"])

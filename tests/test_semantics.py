@@ -329,6 +329,45 @@ def test_small_sizes_halve_the_batch_until_the_inputs_fit(tmp_path):
     assert all(c.spec["shapes"] == {"batch_size": 4096} for c in report.checks)
 
 
+POOL_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, window):
+        super().__init__()
+        self.pool = nn.AvgPool1d(window)
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+batch_size = 2
+channels = 32
+width = 2048 * 8
+window = 6000
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, width)]
+
+
+def get_init_inputs():
+    return [window]
+"""
+POOL_NEW = POOL_REF.replace("class Model(", "class ModelNew(")
+
+
+def test_small_sizes_never_shrink_an_input_below_the_reference_s_window(tmp_path):
+    """width (an expression, 2048 * 8) halves to 8192; at 4096 the 6000-wide window no longer fits and
+    the reference fails on shapes alone (its forward on the meta device), so that step is not taken (the
+    channels halve instead)."""
+    report = evaluate(case_from_sources(POOL_REF, POOL_NEW), "cpu", checks=[kernelbench_checks()[0]], sizes="small")
+    assert report.sizes["shapes"]["width"] == 8192 and report.sizes["input_bytes"] <= 1 << 20, report.sizes
+    assert report.status == "pass", report.message
+
+
 def test_parameter_init_is_proved_when_only_layouts_fail_besides_kernelbench():
     # a kernel right on the task's own (contiguous) inputs that assumes contiguity: reads x flat
     flat = OWN_INIT.replace("        x = x.contiguous()\n", "")

@@ -256,13 +256,26 @@ class ReferenceRole:
         """Bytes of get_inputs() under a shapes override, drawn on the meta device (nothing allocated),
         and the device's free memory (for the sizes plan, debugger/sizes.py)."""
         try:
-            with inputs.shapes_overridden(self.module, header.get("shapes")), torch.device("meta"):
-                raw = self.module.get_inputs()
-            total = sum(x.numel() * x.element_size() for x in raw if isinstance(x, torch.Tensor))
+            with inputs.shapes_overridden(self.module, header.get("shapes")):
+                with torch.device("meta"):
+                    raw = self.module.get_inputs()
+                total = sum(x.numel() * x.element_size() for x in raw if isinstance(x, torch.Tensor))
+                forward_error = self._meta_forward(raw)
         except Exception as e:  # noqa: BLE001 - these shapes cannot be drawn: the plan skips them
             return {"ok": False, "error": f"{type(e).__name__}: {e}"[:300]}, None
         free = torch.cuda.mem_get_info()[0] if self.device == "cuda" else None
-        return {"ok": True, "bytes": int(total), "device_free": free}, None
+        return {"ok": True, "bytes": int(total), "device_free": free, "forward_error": forward_error}, None
+
+    def _meta_forward(self, raw: list) -> str | None:
+        """Why the reference's forward fails on these (meta) inputs, or None: shapes a pooling window or a
+        kernel no longer fits (halved to below the kernel size) fail here, on shapes alone."""
+        try:
+            with torch.device("meta"), torch.no_grad():
+                model = self.module.Model(*self.module.get_init_inputs())
+                model(*raw)
+        except Exception as e:  # noqa: BLE001 - the reason is the answer
+            return f"{type(e).__name__}: {e}"[:300]
+        return None
 
     def sanity(self, header: dict) -> tuple[dict, None]:
         """Flag a reference that cannot tell right from wrong."""
