@@ -195,6 +195,8 @@ class EvaluationOut(BaseModel):
     verdict_note: str = Field("", description="why the two verdicts differ (parameter_init: which tensors)")
     parameter_map: dict[str, Any] | None = Field(None, description="ModelNew <- Model tensor correspondence")
     sizes: dict[str, Any] = Field(default_factory=dict, description="the reduced sizes the checks ran at, if any")
+    emulation: str = Field("", description="set when CUDA kernels ran on the CPU through kdebug's emulation "
+                           "(values as on a GPU; races and timing do not show)")
 
 
 def evaluation_out(d: dict) -> EvaluationOut:
@@ -214,7 +216,7 @@ def evaluation_out(d: dict) -> EvaluationOut:
                          log_tail=d.get("log_tail", ""), seconds=d.get("seconds", 0.0),
                          semantics=d.get("semantics", "kernel"), verdicts=d.get("verdicts") or {},
                          verdict_note=d.get("verdict_note", ""), parameter_map=d.get("parameter_map"),
-                         sizes=d.get("sizes") or {})
+                         sizes=d.get("sizes") or {}, emulation=d.get("emulation") or "")
 
 
 def _finite(v):
