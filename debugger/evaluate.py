@@ -208,10 +208,11 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
                 if report.sizes.get("shapes") and not spec.get("shapes"):
                     spec["shapes"] = dict(report.sizes["shapes"])
         candidate = sandbox.spawn("candidate", setup)
+        import_timeout = max(timeout, EXTENSION_BUILD_SECONDS) if builds_extension(case.candidate_src) else timeout
         try:
-            cand_setup, _ = candidate.wait_reply(timeout)
+            cand_setup, _ = candidate.wait_reply(import_timeout)
         except WorkerTimeout:
-            report.status, report.message = "timeout", f"candidate import did not finish within {timeout:g} s"
+            report.status, report.message = "timeout", f"candidate import did not finish within {import_timeout:g} s"
             return _finish(ev, t_start)
         except WorkerDied as e:
             report.status, report.message = "runtime_error", f"candidate crashed while importing: {e}"
@@ -295,16 +296,18 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
             free["forward_runs"] = header.get("ok") and not header.get("forward_error")
         elif free.get("forward_runs") and header.get("forward_error"):
             return None  # the reference's forward fails on shapes alone here (a window larger than the input)
-        return header.get("bytes") if header.get("ok") else None
+        return (header["bytes"], header.get("flops")) if header.get("ok") else None
 
     budget = plan.BUDGET_BYTES.get(device, plan.BUDGET_BYTES["cpu"])
-    published = measure({})
+    first = measure({})
+    published = first[0] if first else None
     if mode == "auto" and published is not None:
         room = free.get("bytes") if device == "cuda" else 1 << 30
         if room and plan.check_memory_estimate(published) <= room:
             return {"mode": "auto", "shapes": {}, "published_input_bytes": published, "input_bytes": published,
                     "memory_estimate_bytes": plan.check_memory_estimate(published), "reduced": False}
-    shapes, published, now = plan.reduce_shapes(case.reference_src, measure, budget)
+    shapes, published, now = plan.reduce_shapes(case.reference_src, measure, budget,
+                                                flop_budget=plan.BUDGET_FLOPS.get(device))
     return {"mode": mode, "shapes": shapes, "published_input_bytes": published, "input_bytes": now,
             "memory_estimate_bytes": plan.check_memory_estimate(now), "reduced": bool(shapes)}
 
@@ -439,6 +442,16 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
         check.message = f"candidate: {crowded}" if crowded else f"candidate raised {header.get('error')}"
         return None
     return header, blob
+
+
+# Importing a candidate that builds a C++/CUDA extension compiles it (nvcc, or g++ for the CPU emulation):
+# about a minute per extension, several under load, which is not the per-check time limit's business.
+EXTENSION_BUILD_SECONDS = 600.0
+
+
+def builds_extension(src: str | None) -> bool:
+    """The candidate builds a C++/CUDA extension when imported (load_inline / load)."""
+    return bool(src) and ("load_inline" in src or "cpp_extension" in src)
 
 
 CUDA_ON_CPU = "the candidate's CUDA kernels need a GPU and nvcc (--device cuda)"

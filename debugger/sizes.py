@@ -17,6 +17,10 @@ import re
 
 SIZES = ("auto", "published", "small")
 BUDGET_BYTES = {"cpu": 1 << 20, "cuda": 256 << 20}  # inputs of one check at reduced sizes
+# The reference's matmul/convolution FLOPs per forward at reduced sizes on the CPU, where the candidate's
+# kernels are interpreted (Triton) or emulated (CUDA) at well under a GFLOP/s: a 3-D convolution whose
+# inputs fit 1 MiB still took minutes a check. On a GPU the bytes alone decide.
+BUDGET_FLOPS = {"cpu": 100_000_000, "cuda": None}
 BATCH_LIKE = re.compile(r"batch|^b$|^bs$|^n$|^m$|num_samples|samples", re.I)
 # Per check the workers hold the inputs about five times over (pristine, clone, float64 copies) plus
 # outputs of similar size: the estimate a scheduler can pack by.
@@ -69,29 +73,40 @@ def _int_value(node: ast.AST, known: dict[str, int]) -> int | None:
     return None
 
 
-def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40) -> tuple[dict, int, int]:
+def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40,
+                  flop_budget: int | None = None) -> tuple[dict, int, int]:
     """(shapes, bytes at published sizes, bytes at the returned shapes). `measure(shapes)` returns
-    the input bytes for a shapes override (or None when get_inputs() cannot be drawn so)."""
+    the input bytes for a shapes override, or (bytes, reference FLOPs or None), or None when get_inputs()
+    cannot be drawn so. With `flop_budget`, shapes are halved until the reference's FLOPs fit it too."""
     consts = input_constants(reference_src)
-    published = measure({})
-    if published is None or published <= budget or not consts:
+
+    def sized(shapes: dict):
+        got = measure(shapes)
+        return got if got is None or isinstance(got, tuple) else (got, None)
+
+    def fits(m) -> bool:
+        return m[0] <= budget and (flop_budget is None or m[1] is None or m[1] <= flop_budget)
+
+    first = sized({})
+    published = first[0] if first else None
+    if first is None or fits(first) or not consts:
         return {}, published or 0, published or 0
     shapes: dict[str, int] = {}
-    current = published
+    now = first
     for _ in range(max_steps):
-        if current <= budget:
+        if fits(now):
             break
         # halve the first constant (in scaling order) that can still shrink
         name = next((k for k in consts if shapes.get(k, consts[k]) >= 4), None)
         if name is None:
             break
         trial = dict(shapes, **{name: max(2, shapes.get(name, consts[name]) // 2)})
-        got = measure(trial)
+        got = sized(trial)
         if got is None:
             consts.pop(name)
             continue
-        shapes, current = trial, got
-    return shapes, published, current
+        shapes, now = trial, got
+    return shapes, published, now[0]
 
 
 def check_memory_estimate(input_bytes: int) -> int:

@@ -368,6 +368,45 @@ def test_small_sizes_never_shrink_an_input_below_the_reference_s_window(tmp_path
     assert report.status == "pass", report.message
 
 
+LINEAR_WIDE_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.fc = nn.Linear(features, features)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+batch_size = 64
+features = 4096
+
+
+def get_inputs():
+    return [torch.randn(batch_size, features)]
+
+
+def get_init_inputs():
+    return [features]
+"""
+
+
+def test_small_sizes_on_the_cpu_also_bound_the_reference_s_flops():
+    """64 x 4096 inputs are 1 MiB (within the CPU's byte budget), but the 4096 x 4096 layer makes 2.1
+    GFLOP a forward, minutes a check for an interpreted or emulated kernel: the batch halves to 2."""
+    from debugger.sizes import BUDGET_FLOPS
+
+    report = evaluate(case_from_sources(LINEAR_WIDE_REF, LINEAR_WIDE_REF.replace("class Model(", "class ModelNew(")),
+                      "cpu", checks=[kernelbench_checks()[0]], sizes="small")
+    assert report.sizes["shapes"] == {"batch_size": 2}, report.sizes
+    assert 2 * 2 * 4096 * 4096 <= BUDGET_FLOPS["cpu"] < 2 * 4 * 4096 * 4096
+    assert report.status == "pass", report.message
+
+
 def test_parameter_init_is_proved_when_only_layouts_fail_besides_kernelbench():
     # a kernel right on the task's own (contiguous) inputs that assumes contiguity: reads x flat
     flat = OWN_INIT.replace("        x = x.contiguous()\n", "")
