@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from debugger import gpu_check, trace
 from debugger.case import Case
 from debugger.gpu_memory import crowded_out
+from debugger.lang.cuda.emulate import builds_extension
 from debugger.records import CheckResult, ErrorSignature, EvalReport, OutputStats
 from debugger.sandbox import WorkerDied, WorkerTimeout, get_sandbox
 from debugger.sandbox.channel import blob_to_tensors
@@ -447,11 +448,6 @@ def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: flo
 # Importing a candidate that builds a C++/CUDA extension compiles it (nvcc, or g++ for the CPU emulation):
 # about a minute per extension, several under load, which is not the per-check time limit's business.
 EXTENSION_BUILD_SECONDS = 600.0
-
-
-def builds_extension(src: str | None) -> bool:
-    """The candidate builds a C++/CUDA extension when imported (load_inline / load)."""
-    return bool(src) and ("load_inline" in src or "cpp_extension" in src)
 
 
 CUDA_ON_CPU = "the candidate's CUDA kernels need a GPU and nvcc (--device cuda)"

@@ -349,9 +349,10 @@ class CandidateRole:
     def __init__(self, setup: dict, scratch: Path):
         self.device = setup["device"]
         self.ref_module = inputs.load_module(setup["reference_src"], scratch, "kdebug_task")
-        if self.device == "cpu":  # CUDA kernels build for kdebug's CPU runtime; before the recorder wraps the loaders
-            from debugger.lang.cuda import emulate
-            emulate.install()
+        from debugger.lang.cuda import emulate
+
+        if self.device == "cpu" and emulate.builds_extension(setup.get("candidate_src")):
+            emulate.install()  # CUDA builds for kdebug's CPU runtime; before the recorder wraps the loaders
         self.recorder = LaunchRecorder()
         self.recorder.install()
         self.setup = setup

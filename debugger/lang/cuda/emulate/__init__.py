@@ -33,6 +33,11 @@ def _as_list(sources) -> list[str]:
     return [sources] if isinstance(sources, str) else list(sources)
 
 
+def builds_extension(src: str | None) -> bool:
+    """The candidate builds a C++/CUDA extension when imported (load_inline / load)."""
+    return bool(src) and ("load_inline" in src or "cpp_extension" in src)
+
+
 def blocker(candidate_src: str) -> str | None:
     """What keeps the candidate's CUDA from running on the CPU (None: it can be emulated)."""
     from debugger.lang.cuda.sources import find_sources
