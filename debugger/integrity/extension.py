@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from debugger.integrity.findings import REJECT, WARN
+from debugger.lang.cuda.emulate.translate import blank_comments
 
 # torch::/at:: calls that allocate, describe or schedule: harmless glue in an extension's host code.
 ALLOWED = {
@@ -109,30 +110,7 @@ def _kernel_buffers(src: str, before: int) -> set[str]:
 
 def _strip(code: str) -> str:
     """Comments and string/char literals blanked out, newlines kept (so offsets keep their lines)."""
-    out, i, n = [], 0, len(code)
-    while i < n:
-        c = code[i]
-        if code.startswith("//", i):
-            j = code.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif code.startswith("/*", i):
-            j = code.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("".join(ch if ch == "\n" else " " for ch in code[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and code[j] != c and code[j] != "\n":
-                j += 2 if code[j] == "\\" else 1
-            j = min(j + 1, n)
-            out.append(c + " " * max(0, j - i - 2) + (c if j - i >= 2 else ""))
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return blank_comments(code, literals=False)
 
 
 def _line(code: str, pos: int) -> int:

@@ -60,8 +60,9 @@ def blocker(code: str) -> str | None:
     return next((what for pattern, what in BLOCKERS if pattern.search(bare)), None)
 
 
-def blank_comments(code: str) -> str:
-    """Comments replaced by spaces (newlines kept); string and character literals untouched."""
+def blank_comments(code: str, literals: bool = True) -> str:
+    """Comments replaced by spaces (newlines kept, so offsets keep their lines); string and character
+    literals kept, or with `literals=False` blanked between their quotes."""
     out, i, n = [], 0, len(code)
     while i < n:
         c = code[i]
@@ -69,8 +70,9 @@ def blank_comments(code: str) -> str:
             j = i + 1
             while j < n and code[j] != c and code[j] != "\n":
                 j += 2 if code[j] == "\\" else 1
-            out.append(code[i:j + 1])
-            i = j + 1
+            j = min(j + 1, n)
+            out.append(code[i:j] if literals else c + " " * max(0, j - i - 2) + (c if j - i >= 2 else ""))
+            i = j
         elif code.startswith("//", i):
             j = code.find("\n", i)
             j = n if j < 0 else j
