@@ -67,6 +67,14 @@ def make_load_inline(original):
                     extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None,
                     build_directory=None, verbose=False, with_cuda=None, is_python_module=True,
                     with_pytorch_error_handling=True, keep_intermediates=True, **kwargs):
+        if not _as_list(cuda_sources) and not any("__global__" in c or "<<<" in c for c in _as_list(cpp_sources)):
+            # a C++-only extension builds and runs on the CPU as it is
+            return original(name=name, cpp_sources=cpp_sources, functions=functions, extra_cflags=extra_cflags,
+                            extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+                            build_directory=build_directory, verbose=verbose, with_cuda=with_cuda,
+                            is_python_module=is_python_module,
+                            with_pytorch_error_handling=with_pytorch_error_handling,
+                            keep_intermediates=keep_intermediates, **kwargs)
         try:
             sources = emulated_unit(cpp_sources, cuda_sources)
         except Untranslatable as e:
