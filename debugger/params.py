@@ -2,11 +2,10 @@
 
 Real answers rarely keep the reference's attribute names: `self.weight = nn.Parameter(...)` where the
 reference has `self.gemm = nn.Linear(...)`, a plain tensor attribute where the reference registers a
-buffer. Tensors are matched by full name first (same shape), then by a name alike one tensor of the same
-shape more than any other (`weights_hh.0` for a GRU's `gru.weight_hh_l0`, where the candidate keeps its
-input-hidden weights of every layer before the hidden-hidden ones: drawn in that order under the seed,
-weights_ih.1 has the values of gru.weight_hh_l0), then by identical values (the same tensor drawn under
-the same seed, whatever its name), then by creation order and shape: each
+buffer. Tensors are matched by full name first (same shape), then by identical values (the same
+tensor drawn under the same seed, whatever its name), then by a name alike one tensor of the same shape
+more than any other (`weights_hh.0` for a GRU's `gru.weight_hh_l0`, where the candidate keeps its
+input-hidden weights of every layer before the hidden-hidden ones), then by creation order and shape: each
 unmatched candidate tensor, in the order the constructor made it, takes the first unmatched reference
 tensor of the same shape and kind; last, a tensor whose first two dimensions are the reference's swapped
 (a ConvTranspose weight, (in, out, k...), held in a convolution's (out, in, k...) layout, a Linear
@@ -145,8 +144,15 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
         if r is not None and r.shape == c.shape and r.floating == c.floating:
             matched[c.name] = (r, "name")
             ref_left.remove(r)
-    for c in candidate:  # a name alike one reference tensor of its shape more than any other (before values:
-        # a candidate drawing its tensors in another order than Model has equal values at the wrong names)
+    for c in candidate:  # identical values under the same seed: the same tensor, whatever its name
+        if c.name in matched:
+            continue
+        same = [r for r in ref_left if r.shape == c.shape and r.floating == c.floating and r.tensor.numel() > 1
+                and r.tensor.dtype == c.tensor.dtype and torch.equal(r.tensor.detach(), c.tensor.detach())]
+        if len(same) == 1:
+            matched[c.name] = (same[0], "value")
+            ref_left.remove(same[0])
+    for c in candidate:  # a name alike one reference tensor of its shape more than any other
         if c.name in matched:
             continue
         alike = [(len(_tokens(c.name) & _tokens(r.name)), r) for r in ref_left
@@ -156,14 +162,6 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
             r = next(r for score, r in alike if score == scores[0])
             matched[c.name] = (r, "alike")
             ref_left.remove(r)
-    for c in candidate:  # identical values under the same seed: the same tensor, whatever its name
-        if c.name in matched:
-            continue
-        same = [r for r in ref_left if r.shape == c.shape and r.floating == c.floating and r.tensor.numel() > 1
-                and r.tensor.dtype == c.tensor.dtype and torch.equal(r.tensor.detach(), c.tensor.detach())]
-        if len(same) == 1:
-            matched[c.name] = (same[0], "value")
-            ref_left.remove(same[0])
     for c in candidate:
         if c.name in matched:
             continue
