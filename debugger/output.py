@@ -64,9 +64,9 @@ def eval_text(report) -> str:
         lines.append(f"why they differ: {report.verdict_note}")
     pm = report.parameter_map
     if pm and (pm["pairs"] or pm["unmatched_candidate"] or pm["unmatched_reference"]):
-        by_order = [f"{p['candidate']}<-{p['reference']}" for p in pm["pairs"] if p["by"] in ("order", "alike")]
+        by_order = [f"{p['candidate']}<-{p['reference']}" for p in pm["pairs"] if p["by"] == "order"]
         swapped = [f"{p['candidate']}<-{p['reference']}" for p in pm["pairs"] if p["by"] == "transposed"]
-        lines.append(f"parameters: {len(pm['pairs'])} matched ({len(by_order)} by shape and order or a name alike"
+        lines.append(f"parameters: {len(pm['pairs'])} matched ({len(by_order)} by order and shape"
                      f"{': ' + ', '.join(by_order[:6]) if by_order else ''})"
                      + (f"; held transposed (dims 0, 1): {', '.join(swapped[:6])}" if swapped else "")
                      + (f"; unmatched in ModelNew: {', '.join(pm['unmatched_candidate'][:6])}"

@@ -3,9 +3,7 @@
 Real answers rarely keep the reference's attribute names: `self.weight = nn.Parameter(...)` where the
 reference has `self.gemm = nn.Linear(...)`, a plain tensor attribute where the reference registers a
 buffer. Tensors are matched by full name first (same shape), then by identical values (the same
-tensor drawn under the same seed, whatever its name), then by a name alike one tensor of the same shape
-more than any other (`weights_hh.0` for a GRU's `gru.weight_hh_l0`, where the candidate keeps its
-input-hidden weights of every layer before the hidden-hidden ones), then by creation order and shape: each
+tensor drawn under the same seed, whatever its name), then by creation order and shape: each
 unmatched candidate tensor, in the order the constructor made it, takes the first unmatched reference
 tensor of the same shape and kind; last, a tensor whose first two dimensions are the reference's swapped
 (a ConvTranspose weight, (in, out, k...), held in a convolution's (out, in, k...) layout, a Linear
@@ -152,16 +150,6 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
         if len(same) == 1:
             matched[c.name] = (same[0], "value")
             ref_left.remove(same[0])
-    for c in candidate:  # a name alike one reference tensor of its shape more than any other
-        if c.name in matched:
-            continue
-        alike = [(len(_tokens(c.name) & _tokens(r.name)), r) for r in ref_left
-                 if r.shape == c.shape and r.floating == c.floating]
-        scores = sorted((score for score, _ in alike), reverse=True)
-        if len(scores) > 1 and scores[0] > scores[1]:  # a lone tensor of its shape is the order step's
-            r = next(r for score, r in alike if score == scores[0])
-            matched[c.name] = (r, "alike")
-            ref_left.remove(r)
     for c in candidate:
         if c.name in matched:
             continue
@@ -195,19 +183,6 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
             result.unmatched_candidate.append(c.name)
     result.unmatched_reference = [r.name for r in ref_left]
     return result
-
-
-def _tokens(name: str) -> set[str]:
-    """A tensor name's words: split at dots, underscores and letter/digit boundaries, lower case, plural
-    s dropped (`weights_hh.0` and `gru.weight_hh_l0` share weight, hh and 0)."""
-    import re
-
-    def singular(w: str) -> str:
-        if w.endswith("ses"):  # biases
-            return w[:-2]
-        return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "as")) else w
-
-    return {singular(w) for w in re.findall(r"[a-z]+|\d+", name.lower())}
 
 
 def _without_ones(shape) -> list[int]:
