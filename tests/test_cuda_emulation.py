@@ -215,3 +215,12 @@ def test_kb_repair_on_the_cpu_fixes_a_cuda_answer_whose_only_fault_is_its_parame
     assert final.status == "pass" and final.emulation
     # the kernel reads x as contiguous: only the layouts the task never draws fail, as on a GPU
     assert set(final.verdicts["kernel"]["failed"]) <= {"noncontiguous", "transposed"}, final.verdicts
+
+
+def test_the_python_side_s_cuda_device_is_the_cpu():
+    from debugger.lang.cuda.emulate.device import CudaOnCpu
+
+    with CudaOnCpu():
+        made = [torch.zeros(2, device="cuda"), torch.ones(2).cuda(), torch.ones(2).to("cuda"),
+                torch.empty(3, device=torch.device("cuda:0"))]
+    assert all(t.device.type == "cpu" for t in made)

@@ -21,7 +21,7 @@ class CudaOnCpu(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
-        if func in (torch.Tensor.cuda, torch.Tensor.cuda.__get__) or getattr(func, "__name__", "") == "cuda":
+        if getattr(func, "__name__", "") == "cuda":  # Tensor.cuda: the tensor stays where it is
             return args[0]
         if "device" in kwargs and _is_cuda(kwargs["device"]):
             kwargs["device"] = "cpu"
