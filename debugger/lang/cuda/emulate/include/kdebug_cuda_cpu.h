@@ -329,10 +329,11 @@ inline long long block_count(bool v) {  // __syncthreads_count: every thread add
 
 }  // namespace kdcpu
 
-#define threadIdx (::kdcpu::thread_idx)
-#define blockIdx (::kdcpu::block_idx)
-#define blockDim (::kdcpu::block_dim)
-#define gridDim (::kdcpu::grid_dim)
+// Variables, not macros: host code may declare its own `dim3 blockDim(...)`, which shadows them as in CUDA.
+inline const uint3& threadIdx = ::kdcpu::thread_idx;
+inline const uint3& blockIdx = ::kdcpu::block_idx;
+inline const dim3& blockDim = ::kdcpu::block_dim;
+inline const dim3& gridDim = ::kdcpu::grid_dim;
 inline constexpr int warpSize = 32;
 
 inline void __syncthreads() { ::kdcpu::wait(::kdcpu::WAIT_BLOCK); }
