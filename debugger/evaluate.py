@@ -620,6 +620,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
                                    ("launches", "ops", "aliases_input", "written_by_kernel", "derived_from_kernels", "output_types",
                                     "seconds", "probes", "output_bytes", "largest_launch_tensor_bytes", "work")}
     ev.observations[check.name]["ops_second"] = second[0].get("ops")
+    ev.observations[check.name]["inputs_noncontiguous"] = ref_header.get("inputs_noncontiguous")
     if ref_header.get("work") is not None:  # what the reference computed, for PyTorch's share of the work
         ev.observations[check.name]["reference_work"] = ref_header["work"]
     if spec.get("localise") and first[0].get("launch_writes"):

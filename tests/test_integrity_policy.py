@@ -82,3 +82,18 @@ def test_calls_into_a_built_extension_are_recorded_as_launches_with_what_they_re
     recorder.active = True
     module.relu_cuda(x)
     assert len(recorder.launches) == 2
+
+
+SYMMETRIC_REF = ref("torch.relu(x)", inputs="(lambda a: (a + a.T) / 2)(torch.randn(64, 64))")
+FLAT_RELU = triton_candidate(f"y = x\nout = torch.empty(y.shape)\n{RELU_LAUNCH}\nreturn out")  # ignores strides
+
+
+def test_the_layouts_the_task_produces_are_measured_not_read_off_a_transpose_in_its_source():
+    # `(a + a.T) / 2` is contiguous: the source alone would say the task produces a transposed layout
+    assert "layout" in task_produces(SYMMETRIC_REF) and "layout" not in task_produces(SYMMETRIC_REF, False)
+    verdict = check(case_from_sources(SYMMETRIC_REF, FLAT_RELU), "cpu", policy="kernelbench")
+    assert verdict.accepted, verdict.reasons()
+    assert any(f.rule == "robustness" and "contiguous" in f.message for f in verdict.findings)
+    # a task whose own inputs are a transposed view still holds the kernel to it
+    verdict = check(case_from_sources(TRANSPOSED_REF, FLAT_RELU), "cpu", policy="kernelbench")
+    assert not verdict.accepted and "fails_evaluation" in {f.rule for f in verdict.findings}

@@ -53,25 +53,29 @@ _ROBUSTNESS = {"noncontiguous": ("layout", "assumes contiguous inputs"),
                "x100": ("scale", "diverges for inputs scaled by 100")}
 
 
-def task_produces(reference_src: str) -> set[str]:
-    """What the task's own get_inputs() produces, as far as its source says: `layout` (a transposed,
-    permuted or sliced input), `sign` (signed values: randn, normal, uniform over a signed range)."""
+def task_produces(reference_src: str, noncontiguous: bool | None = None) -> set[str]:
+    """What the task's own get_inputs() produces: `layout` (a transposed, permuted or sliced input),
+    `sign` (signed values: randn, normal, uniform over a signed range). `noncontiguous`: whether the
+    drawn inputs held a strided view, as the reference's run measured it; without the measurement the
+    source decides (a transpose in get_inputs(), which `(A + A.T) / 2` shows is no proof)."""
     m = re.search(r"def get_inputs\(.*?(?=\ndef |\Z)", reference_src, re.S)
     body = m.group(0) if m else ""
     produced = set()
-    if re.search(r"\.(t|transpose|permute|mT|T)\b|\[[^\]]*::\s*\d", body):
+    if noncontiguous if noncontiguous is not None else \
+            re.search(r"\.(t|transpose|permute|mT|T)\b|\[[^\]]*::\s*\d", body):
         produced.add("layout")
     if re.search(r"\b(randn|randn_like|normal|normal_)\b|uniform_\(\s*-|\s-\s*0?\.5|\*\s*2\s*-\s*1", body):
         produced.add("sign")
     return produced
 
 
-def robustness_split(failed: list, reference_src: str, policy: str) -> tuple[list, list[str]]:
+def robustness_split(failed: list, reference_src: str, policy: str,
+                     noncontiguous: bool | None = None) -> tuple[list, list[str]]:
     """(failures that reject, robustness notes): under kernelbench a layout or value distribution the task's
     own inputs never take is a note, not a rejection; under strict every failure rejects."""
     if policy != KERNELBENCH:
         return failed, []
-    produced = task_produces(reference_src)
+    produced = task_produces(reference_src, noncontiguous)
     rejecting, notes = [], []
     for check in failed:
         what = _ROBUSTNESS.get(check.name)
@@ -105,7 +109,9 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
     first = ev.observations.get(specs[0]["name"]) or {}
     measured = measure(first.get("work"), first.get("reference_work"), len(first.get("launches") or []))
     visible = {s["name"] for s in standard_checks()}
-    failed, notes = robustness_split(report.failed_checks, case.reference_src, policy)
+    own = [o.get("inputs_noncontiguous") for o in ev.observations.values()]
+    measured_layout = any(own) if any(v is not None for v in own) else None
+    failed, notes = robustness_split(report.failed_checks, case.reference_src, policy, measured_layout)
     # A check whose failure is only a robustness note (a layout the task never produces) is not held
     # against the candidate either for the outputs its kernels left unwritten there (a result
     # allocated with the input's strides, the kernel writing a contiguous copy).

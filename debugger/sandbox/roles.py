@@ -111,6 +111,9 @@ class ReferenceRole:
         # Kept for a "captured" request: only failing checks are shipped to the parent.
         self.pending_capture = (ref64, xs) if spec.get("capture") else None
         forward_inputs = [x for x in xs if isinstance(x, torch.Tensor)] if work is not None else []
+        # Whether the task's own get_inputs() hands forward a strided view (a layout check's transform aside)
+        own_layout = None if spec.get("transform", "none") != "none" else \
+            any(isinstance(x, torch.Tensor) and not x.is_contiguous() for x in xs)
         del xs
         self.native, self.ref64 = native, ref64
         self.last_spec, self.floors = spec, None  # the noise floors are measured only when needed
@@ -121,7 +124,8 @@ class ReferenceRole:
                 o.double().flatten()[:4096].cpu() if isinstance(o, torch.Tensor) else o for o in native]
         header = {"ok": True, "n_outputs": len(native), "seconds": time.perf_counter() - t0,
                   "shapes": [list(o.shape) if isinstance(o, torch.Tensor) else None for o in native],
-                  "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes]}
+                  "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes],
+                  "inputs_noncontiguous": own_layout}
         if work is not None:
             header["work"] = work.to_dict(forward_inputs, native)
         return header, None
