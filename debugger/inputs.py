@@ -169,7 +169,14 @@ def build_candidate(ref_module, cand_module, spec: dict, device: str
         model = cand_module.ModelNew(*args)
     ref_tensors = params.named_tensors(reference, ref_order)
     cand_tensors = params.named_tensors(model, cand_order)
-    mapping = params.correspond(ref_tensors, cand_tensors)
+    if spec.get("param_noise"):
+        # Matched as built (by value among them), then the re-drawn values carried: matched on the re-drawn
+        # ones, a BatchNorm's weight of ones would pair with its running_var of ones.
+        with params.recording_creation_order() as plain_order:
+            plain = build_reference(ref_module, {**spec, "param_noise": False}, "cpu")
+        mapping = params.correspond(params.named_tensors(plain, plain_order), cand_tensors)
+    else:
+        mapping = params.correspond(ref_tensors, cand_tensors)
     if not spec.get("param_noise"):
         params.measure_own_init(mapping, ref_tensors, cand_tensors)
     params.copy_values(mapping, ref_tensors, cand_tensors)

@@ -535,3 +535,53 @@ def test_parameter_init_is_proved_when_the_seeds_are_within_kernelbenchs_toleran
     assert "miss kdebug's own tolerance" in found["evidence"][1]
     kernel_only = evaluate(case_from_sources(AFFINE_REF, off), "cpu", checks=checks)
     assert parameter_init_hypothesis(kernel_only)["score"] == 1.0
+
+
+BN_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 6, 5, 5)]
+
+
+def get_init_inputs():
+    return [6]
+'''
+
+BN_OWN_TENSORS = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ModelNew(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(c))
+        self.bias = nn.Parameter(torch.zeros(c))
+        self.register_buffer("running_mean", torch.zeros(c))
+        self.register_buffer("running_var", torch.ones(c))
+
+    def forward(self, x):
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training)
+'''
+
+
+def test_redrawn_parameters_reach_a_batchnorm_that_holds_its_own_tensors():
+    # matched on the re-drawn values, weight (ones) would pair with running_var (ones, a buffer never re-drawn)
+    report = evaluate(case_from_sources(BN_REF, BN_OWN_TENSORS), "cpu",
+                      checks=[standard_checks()[0], standard_checks()[-1]])
+    assert _pairs(report)["weight"] == ("bn.weight", "order") and _pairs(report)["bias"] == ("bn.bias", "order")
+    assert report.status == "pass", report.message
+    assert [c.name for c in report.checks if c.passed] == ["seed0", "params_redrawn"]
