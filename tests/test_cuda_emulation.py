@@ -224,4 +224,7 @@ def test_the_python_side_s_cuda_device_is_the_cpu():
     with CudaOnCpu():
         made = [torch.zeros(2, device="cuda"), torch.ones(2).cuda(), torch.ones(2).to("cuda"),
                 torch.empty(3, device=torch.device("cuda:0"))]
-    assert all(t.device.type == "cpu" for t in made)
+        # the candidate's `if x.is_cuda:` takes its kernel path; torch's own code keeps the truth (an RNN
+        # would otherwise ask cuDNN to flatten its weights)
+        assert made[0].is_cuda and torch.nn.GRU(4, 4)(torch.randn(3, 1, 4))[0].shape == (3, 1, 4)
+    assert all(t.device.type == "cpu" for t in made) and not made[0].is_cuda
