@@ -198,9 +198,9 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     """Evaluate (or reuse `evaluation`, a captured Evaluation), then localise and classify.
     `experiment_seconds` bounds the counterfactual experiments' time (at least one always runs).
     `sanitizer`: compute-sanitizer on a failing check (GPU only; `kdebug diagnose --sanitizer`). Off by
-    default: on the H200 its first tool run inside repair loops did not finish within the cases' 200-300 s
-    limits (3 of the 4 GPU-only cases, 5 of 14 TritonBench repairs), and its GPU tests have not yet
-    passed there."""
+    default: a tool run costs about 40 s on the H200 (run 11, 2026-12-05, where its GPU tests passed once
+    the worker kept its network namespace under the tool), and it has not been measured inside repair
+    loops since it stalled them (2026-12-04)."""
     ev = evaluation or run_evaluation(case, device, capture=True, timeout=timeout)
     report = ev.report
     diag = Diagnosis(status="diagnosed", evaluation=report.to_dict(),
