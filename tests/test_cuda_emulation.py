@@ -1,5 +1,6 @@
 """CUDA on the CPU (debugger/lang/cuda/emulate): the translation, the runtime on kernels of our own (shared
-memory and barriers, warp shuffles and votes, dynamic shared memory, atomics, a short grid, invalid launches,
+memory and barriers, warp shuffles and votes, dynamic shared memory, atomics, threads taking turns at
+shared-memory stores, a short grid, invalid launches,
 cuBLAS's SGEMM), and kdebug eval / repair of CUDA candidates on --device cpu. Each build takes about 20 s
 (the torch headers), so the kernels share one extension."""
 from __future__ import annotations
@@ -47,6 +48,24 @@ def test_extern_shared_device_tests_and_includes():
     assert "x.is_cpu()" in out and "torch::kCPU" in out
     assert unit_prelude(["__syncthreads();"]).startswith("#define KDCPU_FIBERS 1")
     assert unit_prelude(["y[i] = x[i];"]).startswith("#define KDCPU_FIBERS 0")
+
+
+def test_stores_into_shared_memory_let_the_other_threads_run():
+    out = translate(textwrap.dedent("""
+        __global__ void k(float* y, int n) {
+            extern __shared__ float sdata[];
+            __shared__ __align__(16) float tile[16][17];
+            float* s_sq = &sdata[blockDim.x];
+            float local[4] = {0};
+            tile[threadIdx.y][threadIdx.x] = y[0]; s_sq[threadIdx.x] += 1.f; sdata[0]++;
+            y[threadIdx.x] = tile[0][threadIdx.x] == sdata[1];
+            local[1] = 2.f;
+        }
+        """))
+    assert "(::kdcpu::StoreStep{}, tile[threadIdx.y][threadIdx.x]) = y[0];" in out
+    assert "(::kdcpu::StoreStep{}, s_sq[threadIdx.x]) += 1.f;" in out and "(::kdcpu::StoreStep{}, sdata[0])++;" in out
+    assert "y[threadIdx.x] = tile[0][threadIdx.x] == sdata[1];" in out  # global stores and reads stay as they are
+    assert "float local[4] = {0};" in out and "    local[1] = 2.f;" in out
 
 
 def test_what_the_runtime_does_not_run_is_named():
@@ -107,6 +126,43 @@ __global__ void copy(const float* x, float* y, int n) {
     if (i < n) y[i] = x[i];
 }
 
+__global__ void minus_row_max(const float* x, float* y, int cols) {  // one warp a row
+    __shared__ float s[32];
+    int t = threadIdx.x, row = blockIdx.x;
+    float v = t < cols ? x[row * cols + t] : -FLT_MAX;
+    s[t] = v;
+    __syncthreads();
+    for (int w = 16; w > 0; w >>= 1) {
+        if (t < w) s[t] = fmaxf(s[t], s[t + w]);
+        __syncthreads();
+    }
+    float m = s[0];
+    s[t] = v - m;  // no barrier after the read of s[0]: thread 0's store races the others' reads
+    __syncthreads();
+    if (t < cols) y[row * cols + t] = s[t];
+}
+
+__global__ void warp_synchronous_sum(const float* x, float* out) {  // 64 threads, the last warp unrolled
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = x[blockIdx.x * 64 + t];
+    __syncthreads();
+    if (t < 32) {
+        volatile float* v = s;
+        v[t] += v[t + 32]; v[t] += v[t + 16]; v[t] += v[t + 8];
+        v[t] += v[t + 4]; v[t] += v[t + 2]; v[t] += v[t + 1];
+    }
+    if (t == 0) out[blockIdx.x] = s[0];
+}
+
+std::vector<torch::Tensor> side_by_side(torch::Tensor x) {
+    int rows = x.size(0), cols = x.size(1);
+    auto y = torch::empty_like(x), sums = torch::empty({rows * cols / 64}, x.options());
+    minus_row_max<<<rows, 32>>>(x.data_ptr<float>(), y.data_ptr<float>(), cols);
+    warp_synchronous_sum<<<rows * cols / 64, 64>>>(x.data_ptr<float>(), sums.data_ptr<float>());
+    return {y, sums};
+}
+
 std::vector<torch::Tensor> reductions(torch::Tensor x) {
     TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
     int rows = x.size(0), cols = x.size(1);
@@ -144,6 +200,7 @@ torch::Tensor sgemm(torch::Tensor a, torch::Tensor b) {  // row-major a @ b thro
 }
 """
 DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
+         "std::vector<torch::Tensor> side_by_side(torch::Tensor x);"
          "torch::Tensor copy_with(torch::Tensor x, int64_t blocks, int64_t threads);"
          "torch::Tensor sgemm(torch::Tensor a, torch::Tensor b);")
 
@@ -152,7 +209,7 @@ DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
 def ext(tmp_path_factory):
     load_inline = emulate.make_load_inline(cpp_extension.load_inline)  # not install(): this process stays as is
     return load_inline(name="emulation_test", cpp_sources=DECLS, cuda_sources=KERNELS,
-                       functions=["reductions", "copy_with", "sgemm"], extra_ldflags=["-lcublas"],
+                       functions=["reductions", "side_by_side", "copy_with", "sgemm"], extra_ldflags=["-lcublas"],
                        build_directory=str(tmp_path_factory.mktemp("build")))
 
 
@@ -165,6 +222,16 @@ def test_barriers_shuffles_dynamic_shared_memory_and_atomics_compute_as_on_a_gpu
     assert torch.equal(wm, x.max(1).values) and torch.equal(pos, (x > 0).sum(1).int())
     assert torch.equal(rev, x.flip(1))
     torch.testing.assert_close(total, x.sum().reshape(1), rtol=1e-5, atol=1e-5)
+
+
+def test_threads_take_turns_store_by_store_as_a_gpu_s_run_side_by_side(ext):
+    # Code that is right only because a GPU's threads advance together (a read of s[0] before thread 0
+    # overwrites it, a warp-synchronous reduction without barriers) computes what the GPU computes.
+    torch.manual_seed(0)
+    x = torch.randn(6, 32)
+    y, sums = ext.side_by_side(x)
+    torch.testing.assert_close(y, x - x.amax(1, keepdim=True))
+    torch.testing.assert_close(sums, x.reshape(-1, 64).sum(1), rtol=1e-5, atol=1e-5)
 
 
 def test_a_short_grid_leaves_elements_unwritten_and_invalid_launches_fail_as_on_a_gpu(ext):

@@ -167,6 +167,62 @@ def _extern_shared(m: re.Match) -> str:
     return f"{type_}* {m.group(4)} = reinterpret_cast<{type_}*>(::kdcpu::dynamic_smem());"
 
 
+STATIC_SHARED = re.compile(r"\b__shared__\b[^;{}]*?\b(\w+)\s*\[")
+VOLATILE_POINTER = re.compile(r"\bvolatile\s+[\w:]+\s*\*\s*(?:__restrict__\s+)?(\w+)")
+POINTER_FROM = re.compile(r"\*\s*(?:__restrict__\s+|const\s+)*(\w+)\s*=\s*([^;]*);")
+ASSIGNMENT = re.compile(r"\s*(?:(?:<<|>>|[-+*/%&|^])?=(?!=)|\+\+|--)")
+STORE_STEP = "::kdcpu::StoreStep{}, "
+
+
+def _shared_names(text: str, extern: list[str]) -> set[str]:
+    """Names that address shared memory: `__shared__` arrays, `extern __shared__` ones, volatile pointers
+    (the warp-synchronous idiom), and pointers set from any of these (`float* s_sq = &sdata[n];`)."""
+    names = set(extern) | set(STATIC_SHARED.findall(text)) | set(VOLATILE_POINTER.findall(text))
+    while names:
+        more = {m.group(1) for m in POINTER_FROM.finditer(text)
+                if m.group(1) not in names and re.search(r"\b(?:%s)\b" % "|".join(map(re.escape, names)), m.group(2))}
+        if not more:
+            break
+        names |= more
+    return names
+
+
+def _shared_stores(text: str, names: set[str]) -> str:
+    """Each store into shared memory becomes `(::kdcpu::StoreStep{}, s[i]) = v`: the step's constructor (after
+    the right side is read, C++17) and destructor (after the store) let the block's other threads run, so
+    threads take their turns store by store, as a GPU's threads run side by side, instead of one thread
+    running from barrier to barrier before the next starts. Without it, `m = s[0]; s[t] = e;` (every thread
+    reads s[0], thread 0 then overwrites it: a race a GPU's timing hides) and warp-synchronous reductions
+    without barriers compute what no GPU does."""
+    if not names:
+        return text
+    out, pos = [], 0
+    for m in re.finditer(r"\b(?:%s)\s*\[" % "|".join(map(re.escape, sorted(names))), text):
+        start = m.start()
+        if start < pos:
+            continue
+        before = text[:start].rstrip()
+        if before and (before[-1] not in ";{}(),=?:&|!" or before.endswith(("->", "::"))):
+            continue  # a declaration (`float s[4]`), a member (`p->s[i]`), or not a statement's store
+        end = _balanced(text, m.end() - 1, "[", "]")
+        while end > 0:
+            nxt = re.match(r"\s*\[", text[end:])
+            if not nxt:
+                break
+            end = _balanced(text, end + nxt.end() - 1, "[", "]")
+        if end <= 0:
+            continue
+        member = re.match(r"(?:\s*\.\s*\w+)*", text[end:])
+        end += member.end()
+        if not ASSIGNMENT.match(text, end):
+            continue
+        out.append(text[pos:start])
+        out.append(f"({STORE_STEP}{text[start:end]})")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def translate(code: str) -> str:
     """Host C++ for one CUDA unit (raises Untranslatable for what the runtime cannot run)."""
     what = blocker(code)
@@ -174,6 +230,8 @@ def translate(code: str) -> str:
         raise Untranslatable(f"uses {what}, which kdebug's CPU emulation of CUDA does not run")
     text = blank_comments(code)
     text = CUDA_INCLUDE.sub("", text)
+    extern = [m.group(4) for m in EXTERN_SHARED.finditer(text)]
+    text = _shared_stores(text, _shared_names(text, extern))
     text = EXTERN_SHARED.sub(_extern_shared, text)
     text = _launches(text)
     for pattern, repl in DEVICE_TESTS:
@@ -182,6 +240,10 @@ def translate(code: str) -> str:
 
 
 def unit_prelude(codes: list[str]) -> str:
-    """The lines that open the combined unit: the runtime, with fibers where any code synchronises."""
-    fibers = any(SYNC.search(blank_comments(c)) for c in codes)
+    """The lines that open the combined unit: the runtime, with fibers where any code synchronises or
+    stores into shared memory (threads then take turns store by store)."""
+    fibers = any(SYNC.search(blank_comments(c)) or
+                 _shared_stores(blank_comments(c), _shared_names(blank_comments(c), [
+                     m.group(4) for m in EXTERN_SHARED.finditer(blank_comments(c))])) != blank_comments(c)
+                 for c in codes)
     return f"#define KDCPU_FIBERS {int(fibers)}\n{PRELUDE}\n"

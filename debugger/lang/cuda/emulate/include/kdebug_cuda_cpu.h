@@ -148,6 +148,17 @@ inline void wait(State s) {
     swapcontext(&f.ctx, &b.scheduler);
 }
 
+// A store into shared memory lets the block's other threads run before and after it (translate.py wraps
+// each such store in a StoreStep): threads advance store by store, as they run side by side on a GPU.
+inline void step() {
+    if (block) wait(READY);
+}
+
+struct StoreStep {
+    StoreStep() { step(); }
+    ~StoreStep() { step(); }
+};
+
 inline char* stack_for(Block& b, size_t i) {
     while (b.stacks.size() <= i) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -189,6 +200,9 @@ void run_block_fibers(const Call& call, int n) {
             thread_idx = f.tid;
             swapcontext(&b.scheduler, &f.ctx);
         }
+        bool stepping = false;  // threads that stepped aside at a store run on before any barrier opens
+        for (int i = 0; i < n && !stepping; ++i) stepping = b.fibers[i].state == READY;
+        if (stepping) continue;
         int done = 0, at_block = 0;
         bool released = false;
         for (int w = 0; w < warps; ++w) {
