@@ -12,7 +12,7 @@ import torch
 from torch.utils import cpp_extension
 
 from debugger.case import case_from_sources
-from debugger.evaluate import evaluate
+from debugger.evaluate import evaluate, kernelbench_checks, standard_checks
 from debugger.lang.cuda import emulate
 from debugger.lang.cuda.emulate.translate import Untranslatable, blocker, translate, unit_prelude
 
@@ -155,6 +155,25 @@ __global__ void warp_synchronous_sum(const float* x, float* out) {  // 64 thread
     if (t == 0) out[blockIdx.x] = s[0];
 }
 
+__global__ void missing_barrier_sum(const float* x, float* out) {  // 64 threads: two warps
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = x[blockIdx.x * 64 + t];
+    if (t < 32) s[t] += s[t + 32];  // no barrier before: warp 0 reads what warp 1 stores
+    __syncthreads();
+    if (t == 0) {
+        float a = 0.f;
+        for (int i = 0; i < 32; ++i) a += s[i];
+        out[blockIdx.x] = a;
+    }
+}
+
+torch::Tensor racy_sum(torch::Tensor x) {
+    auto out = torch::empty({x.numel() / 64}, x.options());
+    missing_barrier_sum<<<x.numel() / 64, 64>>>(x.data_ptr<float>(), out.data_ptr<float>());
+    return out;
+}
+
 std::vector<torch::Tensor> side_by_side(torch::Tensor x) {
     int rows = x.size(0), cols = x.size(1);
     auto y = torch::empty_like(x), sums = torch::empty({rows * cols / 64}, x.options());
@@ -201,6 +220,7 @@ torch::Tensor sgemm(torch::Tensor a, torch::Tensor b) {  // row-major a @ b thro
 """
 DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
          "std::vector<torch::Tensor> side_by_side(torch::Tensor x);"
+         "torch::Tensor racy_sum(torch::Tensor x);"
          "torch::Tensor copy_with(torch::Tensor x, int64_t blocks, int64_t threads);"
          "torch::Tensor sgemm(torch::Tensor a, torch::Tensor b);")
 
@@ -209,7 +229,7 @@ DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
 def ext(tmp_path_factory):
     load_inline = emulate.make_load_inline(cpp_extension.load_inline)  # not install(): this process stays as is
     return load_inline(name="emulation_test", cpp_sources=DECLS, cuda_sources=KERNELS,
-                       functions=["reductions", "side_by_side", "copy_with", "sgemm"], extra_ldflags=["-lcublas"],
+                       functions=["reductions", "side_by_side", "racy_sum", "copy_with", "sgemm"], extra_ldflags=["-lcublas"],
                        build_directory=str(tmp_path_factory.mktemp("build")))
 
 
@@ -230,6 +250,17 @@ def test_threads_take_turns_store_by_store_as_a_gpu_s_run_side_by_side(ext):
     torch.manual_seed(0)
     x = torch.randn(6, 32)
     y, sums = ext.side_by_side(x)
+    torch.testing.assert_close(y, x - x.amax(1, keepdim=True))
+    torch.testing.assert_close(sums, x.reshape(-1, 64).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_by_warps_a_missing_barrier_between_warps_shows(ext, monkeypatch):
+    x = torch.randn(8 * 64)
+    torch.testing.assert_close(ext.racy_sum(x), x.reshape(-1, 64).sum(1), rtol=1e-5, atol=1e-5)  # side by side
+    monkeypatch.setenv("KDCPU_SCHEDULE", "warps")  # each warp alone until a barrier: warp 1 has stored nothing
+    assert not torch.allclose(ext.racy_sum(x), x.reshape(-1, 64).sum(1), rtol=1e-3, atol=1e-3)
+    x = torch.randn(6, 32)
+    y, sums = ext.side_by_side(x)  # within a warp, lanes still advance in step
     torch.testing.assert_close(y, x - x.amax(1, keepdim=True))
     torch.testing.assert_close(sums, x.reshape(-1, 64).sum(1), rtol=1e-5, atol=1e-5)
 
@@ -295,3 +326,65 @@ def test_the_python_side_s_cuda_device_is_the_cpu():
         # would otherwise ask cuDNN to flatten its weights)
         assert made[0].is_cuda and torch.nn.GRU(4, 4)(torch.randn(3, 1, 4))[0].shape == (3, 1, 4)
     assert all(t.device.type == "cpu" for t in made) and not made[0].is_cuda
+
+
+ROW_SUM_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(1)
+
+
+def get_inputs():
+    return [torch.randn(16, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+RACY_ROW_SUM = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = r"""
+#include <torch/extension.h>
+__global__ void row_sum(const float* x, float* out) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = x[blockIdx.x * 64 + t];
+    if (t < 32) s[t] += s[t + 32];  // the barrier before this line is missing
+    __syncthreads();
+    if (t == 0) {
+        float a = 0.f;
+        for (int i = 0; i < 32; ++i) a += s[i];
+        out[blockIdx.x] = a;
+    }
+}
+torch::Tensor row_sum_cuda(torch::Tensor x) {
+    auto out = torch::empty({x.size(0)}, x.options());
+    row_sum<<<x.size(0), 64>>>(x.data_ptr<float>(), out.data_ptr<float>());
+    return out;
+}
+"""
+ext = load_inline(name="racy_row_sum", cpp_sources="torch::Tensor row_sum_cuda(torch::Tensor x);",
+                  cuda_sources=source, functions=["row_sum_cuda"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.row_sum_cuda(x.contiguous())
+'''
+
+
+def test_a_race_between_warps_shows_as_drift_in_the_kernel_verdict_and_kernelbench_s_trials_run_once():
+    report = evaluate(case_from_sources(ROW_SUM_REF, RACY_ROW_SUM), "cpu",
+                      checks=[standard_checks()[0], kernelbench_checks()[0]])
+    seed = report.checks[0]
+    assert not seed.passed and "second run" in seed.message, seed.message  # the repeated run ran by warps
+    assert report.verdicts["kernel"]["status"] == "mismatch"
+    assert report.verdicts["kernelbench"]["status"] == "pass"  # one run a trial, side by side, as the GPU ran it

@@ -9,6 +9,7 @@ candidate role: draws the same inputs and model (ModelNew with the reference's v
 """
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from contextlib import ExitStack, nullcontext
@@ -432,6 +433,12 @@ class CandidateRole:
         self.recorder.reset(capture_writes=bool(spec.get("localise")) and spec.get("call", 1) == 1,
                             held=[*xs, *model.parameters(), *model.buffers()])
         self.recorder.active = True
+        if self.device == "cpu":
+            # Emulated CUDA (emulate/include): a kernel check's repeated run lets each warp run alone between
+            # barriers, so a race between warps shows as run-to-run drift, as it may on a GPU; KernelBench's
+            # trials run once each, as its harness runs them.
+            os.environ["KDCPU_SCHEDULE"] = "warps" if spec.get("call", 1) == 2 and "kb_trial" not in spec \
+                else "side_by_side"
         t0 = time.perf_counter()
         _seed_forward(spec)
         try:

@@ -148,6 +148,13 @@ inline void wait(State s) {
     swapcontext(&f.ctx, &b.scheduler);
 }
 
+// How threads take turns between barriers. Side by side (the default): every thread of the block advances
+// store by store. By warps (KDCPU_SCHEDULE=warps, read at each launch): one warp runs, its lanes in step,
+// until it waits at a barrier or finishes, then the next; a race between warps (a missing __syncthreads)
+// then shows, as it may on a GPU, where warps drift apart. Two runs under the two schedules differ only
+// for a kernel whose result depends on timing.
+inline bool by_warps = false;
+
 // A store into shared memory lets the block's other threads run before and after it (translate.py wraps
 // each such store in a StoreStep): threads advance store by store, as they run side by side on a GPU.
 inline void step() {
@@ -192,13 +199,24 @@ void run_block_fibers(const Call& call, int n) {
         makecontext(&f.ctx, (void (*)())fiber_entry, 0);
     }
     int warps = (n + 31) / 32;
-    for (;;) {
-        for (int i = 0; i < n; ++i) {
+    auto run_ready = [&](int from, int to) {
+        bool ran = false;
+        for (int i = from; i < to; ++i) {
             Fiber& f = b.fibers[i];
             if (f.state != READY) continue;
             b.current = i;
             thread_idx = f.tid;
             swapcontext(&b.scheduler, &f.ctx);
+            ran = true;
+        }
+        return ran;
+    };
+    for (;;) {
+        if (by_warps) {  // each warp alone until it waits: its lanes in step, the next warp after it
+            for (int w = 0; w < warps; ++w)
+                while (run_ready(w * 32, std::min(n, w * 32 + 32))) {}
+        } else {
+            run_ready(0, n);
         }
         bool stepping = false;  // threads that stepped aside at a store run on before any barrier opens
         for (int i = 0; i < n && !stepping; ++i) stepping = b.fibers[i].state == READY;
@@ -281,6 +299,8 @@ template <class Kernel, class... A>
 void launch(const Config& c, Kernel kernel, A&&... args) {
     if (!valid(c)) return;
     std::tuple<std::decay_t<A>...> saved(std::forward<A>(args)...);
+    const char* schedule = std::getenv("KDCPU_SCHEDULE");
+    by_warps = schedule && std::string(schedule) == "warps";
     grid_dim = c.grid;
     block_dim = c.blk;
     dynamic_smem_buffer.assign(c.smem + 16, 0);
