@@ -272,6 +272,17 @@ def test_a_class_resting_on_the_family_and_the_source_does_not_lead():
     assert not lead.get("grid_undercount", {"supported": False})["supported"]
 
 
+def test_a_normalisation_formula_needs_a_normalisation_in_the_reference():
+    # a transposed convolution whose taps are misread: every element off by a near-constant factor
+    finding = {"bug_class": "operator_misread", "score": 0.5, "evidence": ["wrong on most elements"]}
+    tags = {"family:conv", "constant_factor", "all_wrong", "large_error"}
+    hyps = rank(tags, [], [], findings=[finding])
+    assert hyps[0]["bug_class"] == "operator_misread"
+    assert "normalization_formula" not in {h["bug_class"] for h in hyps if h["score"] > 0}
+    hyps = rank(tags | {"family:norm"}, [], [], findings=[finding])
+    assert hyps[0]["bug_class"] == "normalization_formula"
+
+
 def test_operator_families_come_from_code_not_comments():
     ref = "# thunlp/TritonBench @ 603e28a\nimport torch\ndef f(x):\n    '''no matmul here'''\n    return x.exp()\n"
     assert reference_families(ref) == set()

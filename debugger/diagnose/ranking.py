@@ -61,6 +61,11 @@ for _cls, _tag, _w in (
         ("train_eval_mode", "cuda_reads_running_stats", 2.5)):
     WEIGHTS.setdefault(_cls, {})[_tag] = _w
 
+# Classes whose bug needs an operation of the reference to live in: a normalisation formula needs a
+# normalisation, a reduction or a softmax to get wrong. Without one, the run's tags (a constant factor,
+# every element wrong) say nothing for the class (a transposed convolution's taps misread showed both).
+NEEDS_FAMILY = {"normalization_formula": {"norm", "reduction", "softmax"}}
+
 # How much a located recipe site of a class counts, by recipe (generic recipes count less).
 # (variance_biased, scan_inclusive, int64_offsets, contiguous_inputs and gelu_variant also propose on
 # honest code, where the reference decides or the edit only hardens: little weight.)
@@ -89,7 +94,7 @@ def score_classes(tags: set[str], sites: list[dict], experiments: list[dict],
     elsewhere from their own counterfactual runs (diagnose/semantics.py: parameter_init...)."""
     out: dict[str, dict] = {c: {"score": 0.0, "evidence": [], "lines": set(), "recipes": []} for c in bug_classes()}
     for cls, weights in WEIGHTS.items():
-        if cls not in out:
+        if cls not in out or (cls in NEEDS_FAMILY and not any(f"family:{f}" in tags for f in NEEDS_FAMILY[cls])):
             continue
         for tag, w in weights.items():
             if tag in tags:
