@@ -272,6 +272,21 @@ def test_a_class_resting_on_the_family_and_the_source_does_not_lead():
     assert not lead.get("grid_undercount", {"supported": False})["supported"]
 
 
+def test_drift_on_a_strided_layout_alone_is_no_race():
+    from debugger.diagnose import Diagnosis, _tags
+    from debugger.records import CheckResult, EvalReport
+
+    def check(name, transform, drift):
+        return CheckResult(name=name, kind="layout" if transform else "seed", passed=False, status="mismatch",
+                           spec={"transform": transform} if transform else {}, drift=drift)
+
+    # a kernel that ignores strides reads past the view: what lies there differs from run to run
+    strided = EvalReport(status="mismatch", checks=[check("seed0", None, 0.0), check("noncontiguous", "noncontig", 2e32)])
+    assert "run_to_run_drift" not in _tags(Diagnosis(status="diagnosed"), strided, [])
+    racy = EvalReport(status="mismatch", checks=[check("seed0", None, 0.5), check("noncontiguous", "noncontig", 2e32)])
+    assert "run_to_run_drift" in _tags(Diagnosis(status="diagnosed"), racy, [])
+
+
 def test_a_normalisation_formula_needs_a_normalisation_in_the_reference():
     # a transposed convolution whose taps are misread: every element off by a near-constant factor
     finding = {"bug_class": "operator_misread", "score": 0.5, "evidence": ["wrong on most elements"]}
