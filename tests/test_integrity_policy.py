@@ -66,6 +66,21 @@ def test_the_static_verdict_names_its_policy_and_judges_a_repair_against_its_bas
     assert check(case_from_sources(RANDN_REF, HONEST), "cpu", dynamic=False).policy == "strict"  # the repair loop's
 
 
+def test_a_repair_is_not_rejected_for_pytorch_compute_its_candidate_already_had():
+    more_torch = HONEST.replace("return out", "return torch.relu(out)")
+    assert not check(case_from_sources(RANDN_REF, more_torch), "cpu", dynamic=False, policy="strict").accepted
+    repaired = more_torch.replace("y = x.contiguous()", "y = x.contiguous().view(x.shape)")
+    verdict = check(case_from_sources(RANDN_REF, repaired), "cpu", dynamic=False, policy="strict",
+                    baseline_src=more_torch)
+    assert verdict.accepted, verdict.reasons()
+    assert any(f.rule == "torch_compute" and "inherited" in f.message for f in verdict.findings)
+    # a cheat is not inherited: the same repair of a candidate that calls the reference still rejects
+    cheat = more_torch.replace("return torch.relu(out)", "return Model().forward(x)")
+    verdict = check(case_from_sources(RANDN_REF, cheat.replace("y = x.contiguous()", "y = x.contiguous().view(x.shape)")),
+                    "cpu", dynamic=False, policy="strict", baseline_src=cheat)
+    assert not verdict.accepted
+
+
 def test_calls_into_a_built_extension_are_recorded_as_launches_with_what_they_return():
     recorder = LaunchRecorder()
     module = types.ModuleType("relu_ext")

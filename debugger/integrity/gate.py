@@ -6,7 +6,8 @@ cheat; under `strict` the operator's heavy part must be in the candidate's kerne
 float32 tasks is accepted unless strict_precision; casting a float32 task's operands to fp16/bf16 is
 rejected; outputs must be written by the candidate's own kernels and must match on hidden inputs and
 shapes the repair loop never used. With `baseline_src` (the candidate a repair came from) the repair
-may not add PyTorch compute, fallbacks, special cases or precision loss (relative.py). PyTorch compute is
+may not add PyTorch compute, fallbacks, special cases or precision loss (relative.py), and is not rejected
+for PyTorch compute its candidate already had (a warning: INHERITABLE). PyTorch compute is
 judged by its share of the work measured on the run (work.py) when the gate runs the candidate, and by
 the source in the static-only mode.
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from debugger.case import Case
 from debugger.evaluate import cuda_blocked_on_cpu
 from debugger.integrity.dynamic import dynamic_findings
-from debugger.integrity.findings import REJECT, Finding
+from debugger.integrity.findings import REJECT, WARN, Finding
 from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
 from debugger.integrity.relative import regressions
 from debugger.integrity.static import static_findings
@@ -50,6 +51,22 @@ class Verdict:
         return [f"{f.rule}: {f.message}" for f in self.findings if f.severity == REJECT]
 
 
+# Where the work is done is the candidate's design, which a repair keeps: a repair is judged against the
+# candidate it came from (repair_adds_torch_compute rejects PyTorch compute it adds), not rejected for what
+# the candidate already computed with PyTorch. Cheats (reference calls, cached outputs, special cases)
+# reject whoever wrote them.
+INHERITABLE = {"torch_compute"}
+
+
+def _inherited_as_warnings(findings: list[Finding], baseline_src: str, reference_src: str,
+                           strict_precision: bool, policy: str) -> list[Finding]:
+    before = {f.rule for f in static_findings(baseline_src, reference_src, strict_precision=strict_precision,
+                                              policy=policy, measured=None) if f.severity == REJECT}
+    return [Finding(f.rule, WARN, f"{f.message} (inherited: the candidate the repair came from does this too)",
+                    f.line) if f.severity == REJECT and f.rule in INHERITABLE and f.rule in before else f
+            for f in findings]
+
+
 def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dynamic: bool = True,
           timeout: float = 120.0, full: bool = True, policy: str = STRICT,
           baseline_src: str | None = None, sizes: str = "published") -> Verdict:
@@ -71,9 +88,10 @@ def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dy
     # The static rules judge PyTorch compute from the source only where the run measured none (work.py).
     findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision,
                                     policy=policy, measured=measured))
-    if baseline_src is not None and baseline_src != case.candidate_src:
-        findings.extend(regressions(baseline_src, case.candidate_src, case.reference_src, policy))
     findings.extend(dyn)
+    if baseline_src is not None and baseline_src != case.candidate_src:
+        findings = _inherited_as_warnings(findings, baseline_src, case.reference_src, strict_precision, policy)
+        findings.extend(regressions(baseline_src, case.candidate_src, case.reference_src, policy))
     verdict = "reject" if any(f.severity == REJECT for f in findings) else "accept"
     return Verdict(verdict, findings, evaluation, policy, measured.summary() if measured is not None else None,
                    not_run)
