@@ -60,8 +60,11 @@ def test_stores_into_shared_memory_let_the_other_threads_run():
             tile[threadIdx.y][threadIdx.x] = y[0]; s_sq[threadIdx.x] += 1.f; sdata[0]++;
             y[threadIdx.x] = tile[0][threadIdx.x] == sdata[1];
             local[1] = 2.f;
+            if (threadIdx.x) sdata[2] = 1.f; else sdata[3] = 2.f;
+            other.tile[0][0] = 1.f;
         }
         """))
+    assert "else (::kdcpu::StoreStep{}, sdata[3]) = 2.f;" in out and "other.tile[0][0] = 1.f;" in out
     assert "(::kdcpu::StoreStep{}, tile[threadIdx.y][threadIdx.x]) = y[0];" in out
     assert "(::kdcpu::StoreStep{}, s_sq[threadIdx.x]) += 1.f;" in out and "(::kdcpu::StoreStep{}, sdata[0])++;" in out
     assert "y[threadIdx.x] = tile[0][threadIdx.x] == sdata[1];" in out  # global stores and reads stay as they are

@@ -187,6 +187,18 @@ def _shared_names(text: str, extern: list[str]) -> set[str]:
     return names
 
 
+def _starts_statement_part(text: str, start: int) -> bool:
+    """Whether an lvalue at `start` begins an expression (after `;`, `{`, `(`, `=`, `else`...), not a
+    declaration (`float s[4]`) or a member (`p->s[i]`, `a.s[i]`)."""
+    i = start - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    if i < 0 or text[i] in ";{}(),=?:&|!":
+        return True
+    word = re.search(r"\b(\w+)$", text[max(0, i - 8):i + 1])
+    return bool(word) and word.group(1) in ("else", "do", "return")
+
+
 def _shared_stores(text: str, names: set[str]) -> str:
     """Each store into shared memory becomes `(::kdcpu::StoreStep{}, s[i]) = v`: the step's constructor (after
     the right side is read, C++17) and destructor (after the store) let the block's other threads run, so
@@ -199,21 +211,12 @@ def _shared_stores(text: str, names: set[str]) -> str:
     out, pos = [], 0
     for m in re.finditer(r"\b(?:%s)\s*\[" % "|".join(map(re.escape, sorted(names))), text):
         start = m.start()
-        if start < pos:
+        if start < pos or not _starts_statement_part(text, start):
             continue
-        before = text[:start].rstrip()
-        if before and (before[-1] not in ";{}(),=?:&|!" or before.endswith(("->", "::"))):
-            continue  # a declaration (`float s[4]`), a member (`p->s[i]`), or not a statement's store
         end = _balanced(text, m.end() - 1, "[", "]")
-        while end > 0:
-            nxt = re.match(r"\s*\[", text[end:])
-            if not nxt:
-                break
+        while nxt := re.match(r"\s*\[", text[end:]):
             end = _balanced(text, end + nxt.end() - 1, "[", "]")
-        if end <= 0:
-            continue
-        member = re.match(r"(?:\s*\.\s*\w+)*", text[end:])
-        end += member.end()
+        end += re.match(r"(?:\s*\.\s*\w+)*", text[end:]).end()
         if not ASSIGNMENT.match(text, end):
             continue
         out.append(text[pos:start])
@@ -223,6 +226,12 @@ def _shared_stores(text: str, names: set[str]) -> str:
     return "".join(out)
 
 
+def _stepped(text: str) -> str:
+    """`text` (comments blanked) with its shared-memory stores stepped."""
+    extern = [m.group(4) for m in EXTERN_SHARED.finditer(text)]
+    return _shared_stores(text, _shared_names(text, extern))
+
+
 def translate(code: str) -> str:
     """Host C++ for one CUDA unit (raises Untranslatable for what the runtime cannot run)."""
     what = blocker(code)
@@ -230,8 +239,7 @@ def translate(code: str) -> str:
         raise Untranslatable(f"uses {what}, which kdebug's CPU emulation of CUDA does not run")
     text = blank_comments(code)
     text = CUDA_INCLUDE.sub("", text)
-    extern = [m.group(4) for m in EXTERN_SHARED.finditer(text)]
-    text = _shared_stores(text, _shared_names(text, extern))
+    text = _stepped(text)
     text = EXTERN_SHARED.sub(_extern_shared, text)
     text = _launches(text)
     for pattern, repl in DEVICE_TESTS:
@@ -242,8 +250,6 @@ def translate(code: str) -> str:
 def unit_prelude(codes: list[str]) -> str:
     """The lines that open the combined unit: the runtime, with fibers where any code synchronises or
     stores into shared memory (threads then take turns store by store)."""
-    fibers = any(SYNC.search(blank_comments(c)) or
-                 _shared_stores(blank_comments(c), _shared_names(blank_comments(c), [
-                     m.group(4) for m in EXTERN_SHARED.finditer(blank_comments(c))])) != blank_comments(c)
-                 for c in codes)
+    texts = [blank_comments(c) for c in codes]
+    fibers = any(SYNC.search(t) or _stepped(t) != t for t in texts)
     return f"#define KDCPU_FIBERS {int(fibers)}\n{PRELUDE}\n"
