@@ -208,6 +208,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
             for spec in specs:
                 if report.sizes.get("shapes") and not spec.get("shapes"):
                     spec["shapes"] = dict(report.sizes["shapes"])
+                    spec["plan_shapes"] = True  # kdebug's reduced sizes, not a hidden shape the candidate must take
         candidate = sandbox.spawn("candidate", setup)
         import_timeout = max(timeout, EXTENSION_BUILD_SECONDS) if builds_extension(case.candidate_src) else timeout
         try:

@@ -585,3 +585,37 @@ def test_redrawn_parameters_reach_a_batchnorm_that_holds_its_own_tensors():
     assert _pairs(report)["weight"] == ("bn.weight", "order") and _pairs(report)["bias"] == ("bn.bias", "order")
     assert report.status == "pass", report.message
     assert [c.name for c in report.checks if c.passed] == ["seed0", "params_redrawn"]
+
+
+OWN_CONSTANT_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+batch_size = 65536
+features = 37
+
+
+def get_inputs():
+    return [torch.randn(batch_size, features)]
+
+
+def get_init_inputs():
+    return []
+'''
+# an answer that repeats the task's constants and builds from its own copy, as real answers do
+OWN_CONSTANT_NEW = OWN_CONSTANT_REF.replace("class Model(", "class ModelNew(").replace(
+    "return x * 2", "return x.reshape(batch_size, -1) * 2")
+
+
+def test_at_reduced_sizes_the_candidate_s_own_copy_of_a_size_constant_is_reduced_too():
+    report = evaluate(case_from_sources(OWN_CONSTANT_REF, OWN_CONSTANT_NEW), "cpu",
+                      checks=[standard_checks()[0], kernelbench_checks()[0]], sizes="small")
+    assert report.sizes["reduced"] and report.sizes["shapes"]["batch_size"] < 65536
+    assert report.status == "pass", report.message
+    assert report.verdicts["kernelbench"]["status"] == "pass"
