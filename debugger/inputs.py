@@ -23,6 +23,7 @@ from debugger import params
 
 KERNELBENCH_SEED = 42  # KernelBench's seed_num: inputs of the trials and both models' initialisation
 TRANSFORMS = ("none", "scale:3", "scale:0.01", "scale:100", "negate", "all_negative", "noncontig", "transposed")
+LAYOUT_TRANSFORMS = ("noncontig", "transposed")  # the layout checks' transforms: strided views of the inputs
 
 
 def load_module(src: str, folder: Path, name: str):
@@ -139,13 +140,18 @@ def build_reference(ref_module, spec: dict, device: str) -> torch.nn.Module:
     torch.manual_seed(spec.get("init_seed", 0))
     model = ref_module.Model(*args)
     if spec.get("param_noise"):
-        gen = torch.Generator().manual_seed(spec.get("init_seed", 0) + 7919)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.is_floating_point():
-                    scale = p.detach().abs().mean().item() + 0.1
-                    p.add_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.5 * scale)
+        _redraw(model, spec)
     return _as_run(model, spec, device)
+
+
+def _redraw(model: torch.nn.Module, spec: dict) -> None:
+    """Re-draw the floating parameters in place (params_redrawn), from a generator of their own."""
+    gen = torch.Generator().manual_seed(spec.get("init_seed", 0) + 7919)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point():
+                scale = p.detach().abs().mean().item() + 0.1
+                p.add_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.5 * scale)
 
 
 def build_candidate(ref_module, cand_module, spec: dict, device: str
@@ -162,22 +168,19 @@ def build_candidate(ref_module, cand_module, spec: dict, device: str
     if spec.get("own_init"):
         torch.manual_seed(spec.get("init_seed", 0))
         return _as_run(cand_module.ModelNew(*args), spec, device), None
+    # Matched as built, re-drawn after: matched on re-drawn values, a BatchNorm's weight of ones would pair
+    # with its running_var of ones (buffers are never re-drawn).
     with params.recording_creation_order() as ref_order:
-        reference = build_reference(ref_module, spec, "cpu")
+        reference = build_reference(ref_module, {**spec, "param_noise": False}, "cpu")
     torch.manual_seed(spec.get("init_seed", 0))
     with params.recording_creation_order() as cand_order:
         model = cand_module.ModelNew(*args)
     ref_tensors = params.named_tensors(reference, ref_order)
     cand_tensors = params.named_tensors(model, cand_order)
+    mapping = params.correspond(ref_tensors, cand_tensors)
     if spec.get("param_noise"):
-        # Matched as built (by value among them), then the re-drawn values carried: matched on the re-drawn
-        # ones, a BatchNorm's weight of ones would pair with its running_var of ones.
-        with params.recording_creation_order() as plain_order:
-            plain = build_reference(ref_module, {**spec, "param_noise": False}, "cpu")
-        mapping = params.correspond(params.named_tensors(plain, plain_order), cand_tensors)
+        _redraw(reference, spec)  # in place: ref_tensors hold the re-drawn values
     else:
-        mapping = params.correspond(ref_tensors, cand_tensors)
-    if not spec.get("param_noise"):
         params.measure_own_init(mapping, ref_tensors, cand_tensors)
     params.copy_values(mapping, ref_tensors, cand_tensors)
     return _as_run(model, spec, device), mapping

@@ -20,10 +20,9 @@ from debugger.case import Case
 from debugger.diagnose import compile_evidence, errormap, ranking, rewrite, semantics, static
 from debugger.diagnose.experiments import run_experiments
 from debugger.evaluate import run_evaluation
+from debugger.inputs import LAYOUT_TRANSFORMS
 from debugger.recipes import propose_all
 from debugger.settings import bug_classes
-
-LAYOUT_TRANSFORMS = ("noncontig", "transposed")  # the input transforms of the layout checks (evaluate.py)
 
 
 @dataclass
