@@ -46,8 +46,8 @@ def test_extern_shared_device_tests_and_includes():
     assert "float4* tile = reinterpret_cast<float4*>(::kdcpu::dynamic_smem());" in out
     assert "cuda_runtime" not in out and "CUDAContext" not in out and "#include <torch/extension.h>" in out
     assert "x.is_cpu()" in out and "torch::kCPU" in out
-    assert unit_prelude(["__syncthreads();"]).startswith("#define KDCPU_FIBERS 1")
-    assert unit_prelude(["y[i] = x[i];"]).startswith("#define KDCPU_FIBERS 0")
+    assert unit_prelude([translate("__syncthreads();")]).startswith("#define KDCPU_FIBERS 1")
+    assert unit_prelude([translate("y[i] = x[i];")]).startswith("#define KDCPU_FIBERS 0")
 
 
 def test_stores_into_shared_memory_let_the_other_threads_run():

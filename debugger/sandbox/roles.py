@@ -356,7 +356,8 @@ class CandidateRole:
         self.ref_module = inputs.load_module(setup["reference_src"], scratch, "kdebug_task")
         from debugger.lang.cuda import emulate
 
-        if self.device == "cpu" and emulate.builds_extension(setup.get("candidate_src")):
+        self.emulated = self.device == "cpu" and emulate.builds_extension(setup.get("candidate_src"))
+        if self.emulated:
             emulate.install()  # CUDA builds for kdebug's CPU runtime; before the recorder wraps the loaders
         self.recorder = LaunchRecorder()
         self.recorder.install()
@@ -448,7 +449,7 @@ class CandidateRole:
         self.recorder.reset(capture_writes=bool(spec.get("localise")) and spec.get("call", 1) == 1,
                             held=[*xs, *model.parameters(), *model.buffers()])
         self.recorder.active = True
-        if self.device == "cpu":
+        if self.emulated:
             # Emulated CUDA (emulate/include): a kernel check's repeated run lets each warp run alone between
             # barriers, so a race between warps shows as run-to-run drift, as it may on a GPU; KernelBench's
             # trials run once each, as its harness runs them.

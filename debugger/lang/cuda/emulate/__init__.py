@@ -53,7 +53,8 @@ def emulated_unit(cpp_sources, cuda_sources) -> list[str]:
     """The C++ sources load_inline compiles in place of the candidate's CUDA and C++ sources."""
     cpp, cuda = _as_list(cpp_sources), _as_list(cuda_sources)
     codes = cpp + cuda
-    return [unit_prelude(codes)] + [translate(c) for c in codes]
+    translated = [translate(c) for c in codes]
+    return [unit_prelude(translated)] + translated
 
 
 def _flags(given, extra: list[str]) -> list[str]:

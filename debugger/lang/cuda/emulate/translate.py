@@ -247,9 +247,9 @@ def translate(code: str) -> str:
     return text
 
 
-def unit_prelude(codes: list[str]) -> str:
-    """The lines that open the combined unit: the runtime, with fibers where any code synchronises or
-    stores into shared memory (threads then take turns store by store)."""
-    texts = [blank_comments(c) for c in codes]
-    fibers = any(SYNC.search(t) or _stepped(t) != t for t in texts)
+def unit_prelude(translated: list[str]) -> str:
+    """The lines that open the combined unit (`translated`: translate()'s output for each source): the
+    runtime, with fibers where any code synchronises or stores into shared memory (threads then take
+    turns store by store)."""
+    fibers = any(SYNC.search(t) or STORE_STEP in t for t in translated)
     return f"#define KDCPU_FIBERS {int(fibers)}\n{PRELUDE}\n"
