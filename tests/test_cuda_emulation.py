@@ -81,6 +81,21 @@ def test_what_the_runtime_does_not_run_is_named():
         translate("void f() { k<<<1, 1>>>; }")
 
 
+MISSING_BARRIER_SUM = r"""
+__global__ void missing_barrier_sum(const float* x, float* out) {  // 64 threads: two warps
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = x[blockIdx.x * 64 + t];
+    if (t < 32) s[t] += s[t + 32];  // no barrier before: warp 0 reads what warp 1 stores
+    __syncthreads();
+    if (t == 0) {
+        float a = 0.f;
+        for (int i = 0; i < 32; ++i) a += s[i];
+        out[blockIdx.x] = a;
+    }
+}
+"""
+
 KERNELS = r"""
 #include <torch/extension.h>
 #include <cuda_runtime.h>
@@ -158,18 +173,7 @@ __global__ void warp_synchronous_sum(const float* x, float* out) {  // 64 thread
     if (t == 0) out[blockIdx.x] = s[0];
 }
 
-__global__ void missing_barrier_sum(const float* x, float* out) {  // 64 threads: two warps
-    __shared__ float s[64];
-    int t = threadIdx.x;
-    s[t] = x[blockIdx.x * 64 + t];
-    if (t < 32) s[t] += s[t + 32];  // no barrier before: warp 0 reads what warp 1 stores
-    __syncthreads();
-    if (t == 0) {
-        float a = 0.f;
-        for (int i = 0; i < 32; ++i) a += s[i];
-        out[blockIdx.x] = a;
-    }
-}
+MISSING_BARRIER_SUM
 
 torch::Tensor racy_sum(torch::Tensor x) {
     auto out = torch::empty({x.numel() / 64}, x.options());
@@ -220,7 +224,7 @@ torch::Tensor sgemm(torch::Tensor a, torch::Tensor b) {  // row-major a @ b thro
     cublasDestroy(h);
     return c;
 }
-"""
+""".replace("MISSING_BARRIER_SUM", MISSING_BARRIER_SUM)
 DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
          "std::vector<torch::Tensor> side_by_side(torch::Tensor x);"
          "torch::Tensor racy_sum(torch::Tensor x);"
@@ -356,21 +360,10 @@ from torch.utils.cpp_extension import load_inline
 
 source = r"""
 #include <torch/extension.h>
-__global__ void row_sum(const float* x, float* out) {
-    __shared__ float s[64];
-    int t = threadIdx.x;
-    s[t] = x[blockIdx.x * 64 + t];
-    if (t < 32) s[t] += s[t + 32];  // the barrier before this line is missing
-    __syncthreads();
-    if (t == 0) {
-        float a = 0.f;
-        for (int i = 0; i < 32; ++i) a += s[i];
-        out[blockIdx.x] = a;
-    }
-}
+MISSING_BARRIER_SUM
 torch::Tensor row_sum_cuda(torch::Tensor x) {
     auto out = torch::empty({x.size(0)}, x.options());
-    row_sum<<<x.size(0), 64>>>(x.data_ptr<float>(), out.data_ptr<float>());
+    missing_barrier_sum<<<x.size(0), 64>>>(x.data_ptr<float>(), out.data_ptr<float>());
     return out;
 }
 """
@@ -381,7 +374,7 @@ ext = load_inline(name="racy_row_sum", cpp_sources="torch::Tensor row_sum_cuda(t
 class ModelNew(nn.Module):
     def forward(self, x):
         return ext.row_sum_cuda(x.contiguous())
-'''
+'''.replace("MISSING_BARRIER_SUM", MISSING_BARRIER_SUM)
 
 
 def test_a_race_between_warps_shows_as_drift_in_the_kernel_verdict_and_kernelbench_s_trials_run_once():
