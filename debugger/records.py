@@ -1,7 +1,7 @@
 """Typed records of the evaluation stage, serialisable to the JSON of interface.md."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 # Evaluation statuses (interface.md) and the exit code each maps to.
 EVAL_STATUSES = ("pass", "mismatch", "compile_error", "runtime_error", "timeout", "invalid_input")
@@ -105,6 +105,13 @@ class EvalReport:
         if self.semantics == "both":
             return check.kind in ("kernelbench", "seed")
         return (check.kind == "kernelbench") == (self.semantics == "kernelbench")
+
+    def selecting(self, semantics: str) -> "EvalReport":
+        """The same checks with another verdict selected: its status, its failing checks."""
+        verdict = self.verdicts.get(semantics)
+        if semantics == self.semantics or verdict is None:
+            return self
+        return replace(self, semantics=semantics, status=verdict["status"])
 
     @property
     def failed_checks(self) -> list[CheckResult]:

@@ -218,6 +218,10 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         return diag
     if report.verdicts.get("kernel", {}).get("status") == "pass":
         return _pipeline_only(diag, report)
+    # The kernel verdict fails too: its checks (Model's weights mapped in) are what error maps, probes and
+    # experiments read. KernelBench's trials fail on every parameter ModelNew builds its own way as well, so a
+    # patch that fixes the kernel would still fail them and never count as a fix.
+    pipeline_report, report = report, report.selecting("kernel")
     blocks = static.block_sizes(case.candidate_src)
     for name, art in ev.artifacts.items():
         check = next((c for c in report.checks if c.name == name), None)
@@ -291,7 +295,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         mode = semantics.eval_mode_experiment(case, report, device, timeout)
         if mode is not None:
             diag.experiments.append(mode)
-    for hypothesis in (semantics.parameter_init_hypothesis(report),
+    for hypothesis in (semantics.parameter_init_hypothesis(pipeline_report),
                        semantics.operator_misread_hypothesis(case, report, tags, diag.experiments)):
         if hypothesis is not None:
             findings.append(hypothesis)
@@ -299,6 +303,7 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     if any(e.get("recipe") == "eval_mode" and e["result"] == "fixed" for e in diag.experiments):
         tags.add("passes_in_eval_mode")
     diag.hypotheses = ranking.rank(tags, diag.recipe_sites, diag.experiments, findings=findings)
+    ranking.cite_static_facts(diag.hypotheses, diag.static)
     span = (diag.localisation.get("target") or {}).get("lines")
     if span:  # lines in the kernel that departs first come first
         for h in diag.hypotheses:

@@ -178,3 +178,18 @@ def rank(tags: set[str], sites: list[dict], experiments: list[dict], top: int = 
                      "evidence": v["evidence"], "lines": sorted(v["lines"]), "recipes": v["recipes"],
                      "supported": bool(v["supported"]), "raw_score": round(v.get("raw_score", v["score"]), 2)})
     return hyps
+
+
+def cite_static_facts(hypotheses: list[dict], static: list[dict], per_tag: int = 2) -> None:
+    """A hypothesis whose score counts a static fact cites it (its line and what it says) in place of
+    the bare tag, so the class comes with the source line that backs it."""
+    by_tag: dict[str, list[dict]] = {}
+    for f in static:
+        by_tag.setdefault(f["tag"], []).append(f)
+    for h in hypotheses:
+        evidence = []
+        for e in h["evidence"]:
+            facts = by_tag.get(e, [])[:per_tag]
+            evidence += [f"line {f['line']}: {f['message']}" for f in facts] or [e]
+            h["lines"] = sorted(set(h["lines"]) | {f["line"] for f in facts if f.get("line")})
+        h["evidence"] = evidence

@@ -13,6 +13,7 @@ Each is proved by a counterfactual run, not guessed from the class prior:
 """
 from __future__ import annotations
 
+import math
 import re
 
 from debugger.case import Case
@@ -101,10 +102,27 @@ def eval_mode_experiment(case: Case, report, device: str, timeout: float) -> dic
         return None
     specs = [dict(c.spec, eval_mode=True) for c in failing[:4]]
     rerun = run_evaluation(case, device, checks=specs, timeout=timeout).report
-    result = "fixed" if rerun.passed else ("better" if len(rerun.failed_checks) < len(specs) else "no_change")
+    before, after = _largest_error(failing[:4]), _largest_error(rerun.checks)
+    # A second fault that only eval mode shows (a bias the batch mean cancels in train mode) keeps the checks
+    # failing; an error that falls by an order of magnitude still says the statistics are most of it.
+    shrinks = rerun.status == "mismatch" and before and after is not None and after <= before * ERROR_SHRINK
+    result = "fixed" if rerun.passed else (
+        "better" if len(rerun.failed_checks) < len(specs) or shrinks else "no_change")
+    shrunk = f"; the largest error falls from {before:.3g} to {after:.3g}" if shrinks else ""
     return {"recipe": "eval_mode", "bug_class": "train_eval_mode", "result": result, "lines": [],
-            "description": f"both models in eval mode on {len(specs)} failing checks ({rerun.status})",
+            "description": f"both models in eval mode on {len(specs)} failing checks ({rerun.status}{shrunk})",
             "failed_after": [c.name for c in rerun.failed_checks]}
+
+
+ERROR_SHRINK = 0.1
+
+
+def _largest_error(checks) -> float | None:
+    """The largest absolute error over checks that ran to a comparison (None if one did not)."""
+    errs = [c.max_abs_err for c in checks]
+    if not errs or any(e is None or not math.isfinite(e) for e in errs):
+        return None
+    return max(errs)
 
 
 def simplification_lines(src: str) -> list[tuple[int, str]]:
