@@ -20,6 +20,7 @@ initialisation under the same seed differs from the reference's for these tensor
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
@@ -147,7 +148,7 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
             continue
         same = [r for r in ref_left if r.shape == c.shape and r.floating == c.floating and r.tensor.numel() > 1
                 and r.tensor.dtype == c.tensor.dtype and torch.equal(r.tensor.detach(), c.tensor.detach())]
-        if len(same) == 1:
+        if len(same) == 1 and not _name_contradicts(c, same[0], ref_left):
             matched[c.name] = (same[0], "value")
             ref_left.remove(same[0])
     for c in candidate:
@@ -183,6 +184,35 @@ def correspond(reference: list[NamedTensor], candidate: list[NamedTensor]) -> Pa
             result.unmatched_candidate.append(c.name)
     result.unmatched_reference = [r.name for r in ref_left]
     return result
+
+
+def _name_tokens(name: str) -> set[str]:
+    """The words and numbers of a tensor's name, plural and layer prefixes dropped: `weights_ih.1` and
+    `gru.weight_ih_l1` give {weight, ih, 1} and {gru, weight, ih, 1}."""
+    out = set()
+    for t in re.findall(r"[a-z]+|\d+", name.lower()):
+        t = t[:-2] if t.endswith("ses") else t
+        t = t[:-1] if t.endswith("s") and len(t) > 3 else t
+        if len(t) > 1 or t.isdigit():
+            out.add(t)
+    return out
+
+
+def _affinity(c: NamedTensor, r: NamedTensor) -> float:
+    words = _name_tokens(c.name)
+    return len(words & _name_tokens(r.name)) / len(words) if words else 0.0
+
+
+def _name_contradicts(c: NamedTensor, r: NamedTensor, ref_left: list[NamedTensor]) -> bool:
+    """Identical values, but another reference tensor of the same shape has nearly the candidate's name.
+    Under one seed a tensor drawn in another order can hold a different tensor's values: a GRU built as
+    ParameterLists and initialised list by list draws `weights_ih.1` where nn.GRU draws `weight_hh_l0`."""
+    mine = _affinity(c, r)
+    return any(o is not r and o.shape == c.shape and o.floating == c.floating
+               and _affinity(c, o) >= NAME_AFFINITY > mine for o in ref_left)
+
+
+NAME_AFFINITY = 0.75
 
 
 def _without_ones(shape) -> list[int]:

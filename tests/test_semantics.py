@@ -126,6 +126,39 @@ def test_creation_order_puts_a_child_module_before_a_later_own_parameter():
     assert [k for k in net.state_dict()] == ["bias", "lin.weight", "lin.bias"]  # why order is recorded
 
 
+def test_values_a_shifted_draw_makes_equal_do_not_override_a_tensor_named_for_its_role():
+    """A GRU held as ParameterLists, initialised list by list under the same seed, draws weights_ih.1 where
+    nn.GRU draws weight_hh_l0 (same shape): equal values, another role. Names decide; creation order agrees."""
+    import math
+
+    torch.manual_seed(42)
+    with params.recording_creation_order() as order:
+        reference = torch.nn.Module()
+        reference.gru = torch.nn.GRU(4, 8, 2)
+
+    class ListGRU(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weights_ih, self.weights_hh = torch.nn.ParameterList(), torch.nn.ParameterList()
+            self.biases_ih, self.biases_hh = torch.nn.ParameterList(), torch.nn.ParameterList()
+            for layer in range(2):
+                self.weights_ih.append(torch.nn.Parameter(torch.empty(24, 4 if layer == 0 else 8)))
+                self.weights_hh.append(torch.nn.Parameter(torch.empty(24, 8)))
+                self.biases_ih.append(torch.nn.Parameter(torch.empty(24)))
+                self.biases_hh.append(torch.nn.Parameter(torch.empty(24)))
+            for w in self.parameters():
+                torch.nn.init.uniform_(w, -1 / math.sqrt(8), 1 / math.sqrt(8))
+
+    torch.manual_seed(42)
+    with params.recording_creation_order() as order_new:
+        candidate = ListGRU()
+    assert torch.equal(candidate.weights_ih[1], reference.gru.weight_hh_l0)  # the trap
+    mapping = params.correspond(params.named_tensors(reference, order), params.named_tensors(candidate, order_new))
+    pairs = {p.candidate: p.reference for p in mapping.pairs}
+    assert pairs == {f"{kind}s_{g}.{layer}".replace("biass", "biases"): f"gru.{kind}_{g}_l{layer}"
+                     for layer in range(2) for kind in ("weight", "bias") for g in ("ih", "hh")}
+
+
 def test_kernelbench_trials_use_kernelbench_seeds():
     from debugger.inputs import kernelbench_trial_seeds
 

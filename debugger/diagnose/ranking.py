@@ -131,6 +131,15 @@ def score_classes(tags: set[str], sites: list[dict], experiments: list[dict],
     return out
 
 
+STRONG_FACT = 2.0  # a CUDA static fact weighing this much for some class locates a fault in the kernel
+
+
+def strong_cuda_facts(tags: set[str]) -> list[str]:
+    """The CUDA static facts among `tags` that locate a fault of a kernel class on their own."""
+    return sorted(t for t in tags if t.startswith("cuda_")
+                  and any(w.get(t, 0.0) >= STRONG_FACT for w in WEIGHTS.values()))
+
+
 def run_support(cls: str, tags: set[str]) -> float:
     """The weight of the tags observed in the run (error maps, dependence, probes) for a class:
     the part of its score that is not the source's shape or the operator's family."""
@@ -144,7 +153,7 @@ def _follow_the_evidence(scored: dict, tags: set[str], experiments: list[dict], 
     unsupported class below the best supported one: a class resting only on the prior, the
     operator's family or the source's shape must not lead."""
     tried = {e["bug_class"] for e in experiments if e.get("result") in ("fixed", "better")}
-    found = {f["bug_class"] for f in findings or []}
+    found = {f["bug_class"] for f in findings or [] if f.get("supported", True)}
     found |= {site["bug_class"] for site in sites if site.get("recipe") in CONTRADICTION_SITES}
     if "never_written" in tags:  # poisoned elements back every class whose bug leaves elements unwritten
         found |= set(UNWRITTEN_CLASSES)

@@ -17,6 +17,7 @@ import math
 import re
 
 from debugger.case import Case
+from debugger.diagnose.ranking import strong_cuda_facts
 
 TRAIN_EVAL_HINT = re.compile(r"BatchNorm|InstanceNorm|Dropout|\.training\b|F\.batch_norm|F\.dropout|running_mean")
 SIMPLIFIED = re.compile(
@@ -153,5 +154,10 @@ def operator_misread_hypothesis(case: Case, report, tags: set[str], experiments:
     if said:
         score += 3.0
         evidence += [f"line {n}: the candidate says: {text}" for n, text in said[:4]]
-    return {"bug_class": "operator_misread", "score": score, "evidence": evidence,
+    # Without the candidate's words it is the class of no kernel-level evidence: where the CUDA source shows a
+    # located fault (a block capped below the row, running statistics read), it backs no lead of its own.
+    located = [] if said else strong_cuda_facts(tags)
+    if located:
+        evidence.append(f"the CUDA source shows a located fault ({', '.join(located)}): no support of its own")
+    return {"bug_class": "operator_misread", "score": score, "evidence": evidence, "supported": not located,
             "lines": [n for n, _ in said[:4]], "recipes": [], "tags": ["says_simplified"] if said else []}
