@@ -697,3 +697,11 @@ def test_a_failing_kernel_is_diagnosed_on_its_own_checks_and_eval_mode_that_shri
     assert mode["result"] == "better" and "the largest error falls from" in mode["description"], mode
     assert mode["failed_after"] == ["seed0"]  # the bias still departs in eval mode: not a fix
     assert diag.hypotheses[0]["bug_class"] == "train_eval_mode", diag.hypotheses[:3]
+
+
+def test_eval_mode_that_fixes_every_check_settles_the_diagnosis_before_any_recipe_runs():
+    from debugger.diagnose import diagnose
+
+    diag = diagnose(case_from_sources(BATCHNORM_REF, RUNNING_STATS_BN), "cpu", probes=False, localise=False)
+    assert [(e["recipe"], e["result"]) for e in diag.experiments] == [("eval_mode", "fixed")]
+    assert diag.hypotheses[0]["bug_class"] == "train_eval_mode"

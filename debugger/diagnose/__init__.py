@@ -277,8 +277,14 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
             case, report, device, timeout, experiment_seconds,
             launch_bytes=max(spans) if spans and None not in spans else None)
         tags |= gpu_tags
-    gpu_fixed = any(e.get("gpu") and e["result"] == "fixed" for e in diag.experiments)
-    if experiments and report.status in ("mismatch", "runtime_error") and early is None and not gpu_fixed:
+    if experiments and report.status in ("mismatch", "runtime_error"):
+        # Before the recipes: one re-run decides train_eval_mode, and a recipe that rewrites every BatchNorm of a
+        # network to batch statistics takes minutes under emulation (gemini level3/22 ran out of 900 s on it).
+        mode = semantics.eval_mode_experiment(case, report, device, timeout)
+        if mode is not None:
+            diag.experiments.append(mode)
+    settled = any(e["result"] == "fixed" and (e.get("gpu") or e["recipe"] == "eval_mode") for e in diag.experiments)
+    if experiments and report.status in ("mismatch", "runtime_error") and early is None and not settled:
         # experiments are how support is found: they follow the raw scores, not the support order
         # (every class with a raw score: the ranked list ends at its first zero score, and a supported class
         # with none, ranked above unsupported ones, hid groupnorm's pointer_advance; ties keep that order)
@@ -291,10 +297,6 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
                                            budget=experiment_budget, timeout=timeout, seconds=experiment_seconds,
                                            scores={c: v["score"] for c, v in raw.items()})
     findings = list(sanitizer_findings) + compile_evidence.findings(compile_fails, diag.recipe_sites)
-    if experiments and report.status in ("mismatch", "runtime_error"):
-        mode = semantics.eval_mode_experiment(case, report, device, timeout)
-        if mode is not None:
-            diag.experiments.append(mode)
     for hypothesis in (semantics.parameter_init_hypothesis(pipeline_report),
                        semantics.operator_misread_hypothesis(case, report, tags, diag.experiments)):
         if hypothesis is not None:
