@@ -177,14 +177,16 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     failing = verdict(row, "kernel") in FAILING or (opts.semantics == "kernelbench"
                                                     and verdict(row, "kernelbench") in FAILING)
     if failing and opts.diagnose:
-        flags = _optional(kd, "diagnose", {"--sizes": opts.sizes}, row["flags"])
+        flags = _optional(kd, "diagnose", {"--sizes": opts.sizes, "--semantics": opts.semantics}, row["flags"])
         res = kd.run(["diagnose", str(case), *device, *flags], opts.timeout, out)
         hyps = (res["json"] or {}).get("hypotheses") or []
         top = hyps[0] if hyps else {}
         row["diagnose"] = {"status": (res["json"] or {}).get("status"), "exit": res["exit"],
                            "seconds": res["seconds"], "top": top.get("bug_class"),
                            "confidence": top.get("confidence"),
-                           "ranked": [h.get("bug_class") for h in hyps[:3]]}
+                           "ranked": [h.get("bug_class") for h in hyps[:3]],
+                           "top_lines": top.get("lines") or [],
+                           "top_evidence": [str(e)[:200] for e in (top.get("evidence") or [])[:4]]}
     if failing and opts.repair:
         target = out / "repairs" / f"{answer.id.replace('/', '__')}.py"
         target.parent.mkdir(parents=True, exist_ok=True)

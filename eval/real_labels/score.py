@@ -60,8 +60,21 @@ def diagnose_rows(labels: dict[str, dict], rows_path: Path) -> list[dict]:
     for aid, lab in labels.items():
         d = (by_id.get(aid) or {}).get("diagnose") or {}
         out.append({"id": aid, "label": lab["class"], "label_line": lab["line"], "top_class": d.get("top"),
-                    "ranked": d.get("ranked") or [], "found": bool(d)})
+                    "ranked": d.get("ranked") or [], "found": bool(d), "evidence": _run_evidence(d)})
     return out
+
+
+def _run_evidence(d: dict) -> str | None:
+    """What backs the top class beyond its prior: a counterfactual run, a sanitizer finding or a line of
+    the source (None for rows written before real_pool kept the evidence)."""
+    if "top_evidence" not in d:
+        return None
+    said = " ".join(d["top_evidence"])
+    if "experiment" in said:
+        return "counterfactual run"
+    if "compute-sanitizer" in said:
+        return "sanitizer finding"
+    return "source line" if d.get("top_lines") else "none"
 
 
 def summary(rows: list[dict]) -> dict:
@@ -70,6 +83,10 @@ def summary(rows: list[dict]) -> dict:
     top3 = sum(r["label"] in (r["ranked"] or [r["top_class"]]) for r in rows)
     out = {"labelled": n, "answered": sum(r["top_class"] is not None for r in rows), "top1": top1, "top3": top3,
            "top1_rate": round(top1 / n, 3) if n else 0.0}
+    right = [r for r in rows if r["top_class"] == r["label"] and r.get("evidence") is not None]
+    if right:
+        out["top1_evidence"] = {kind: sum(r["evidence"] == kind for r in right)
+                                for kind in sorted({r["evidence"] for r in right})}
     if rows and "fact_on_line" in rows[0]:
         out["fact_on_labelled_line"] = sum(r["fact_on_line"] for r in rows)
         answered = [r for r in rows if r["top_class"] is not None]
@@ -94,7 +111,8 @@ def main(argv=None) -> int:
     for r in rows:
         mark = "ok " if r["top_class"] == r["label"] else "   "
         where = f" line {r.get('top_line')} vs {r['label_line']}" if "top_line" in r else ""
-        print(f"{mark}{r['id']}: label {r['label']}; top {r['top_class']} ({r.get('top_fact', '')}){where}")
+        backed = f" [{r['evidence']}]" if r.get("evidence") else ""
+        print(f"{mark}{r['id']}: label {r['label']}; top {r['top_class']} ({r.get('top_fact', '')}){where}{backed}")
     print(json.dumps(result["summary"]))
     return 0
 
