@@ -298,6 +298,27 @@ def test_a_normalisation_formula_needs_a_normalisation_in_the_reference():
     assert hyps[0]["bug_class"] == "normalization_formula"
 
 
+def test_a_located_cuda_fault_outranks_operator_misread_without_the_candidate_s_words():
+    """qwencoder level2/96's shape: a block capped at the pooling window, no block-stride loop, every value
+    wrong. With no comment saying it simplifies, operator_misread is what is left when nothing is located;
+    here something is, and the hypothesis cites its line."""
+    from debugger.case import Case
+    from debugger.diagnose import ranking, semantics
+    from debugger.records import CheckResult, EvalReport
+
+    report = EvalReport(status="mismatch", checks=[CheckResult(name="seed0", kind="seed", passed=False, status="mismatch",
+                                                               frac_wrong=1.0, spec={})])
+    fact = {"tag": "cuda_block_capped", "line": 98, "message": "block of fused_kernel is capped"}
+    tags = {"cuda_block_capped", "family:reduction", "all_wrong"}
+    for src, leads in (("int x = 1;", "reduction_axis"), ("// simplified: one window only", "operator_misread")):
+        finding = semantics.operator_misread_hypothesis(Case("level2_96", "", src), report, tags, [])
+        hyps = rank(tags, [], [], findings=[finding])
+        ranking.cite_static_facts(hyps, [fact])
+        assert hyps[0]["bug_class"] == leads, (src, hyps[:2])
+    capped = next(h for h in hyps if h["bug_class"] == "reduction_axis")
+    assert 98 in capped["lines"] and "line 98: block of fused_kernel is capped" in capped["evidence"]
+
+
 def test_operator_families_come_from_code_not_comments():
     ref = "# thunlp/TritonBench @ 603e28a\nimport torch\ndef f(x):\n    '''no matmul here'''\n    return x.exp()\n"
     assert reference_families(ref) == set()
