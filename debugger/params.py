@@ -3,7 +3,9 @@
 Real answers rarely keep the reference's attribute names: `self.weight = nn.Parameter(...)` where the
 reference has `self.gemm = nn.Linear(...)`, a plain tensor attribute where the reference registers a
 buffer. Tensors are matched by full name first (same shape), then by identical values (the same
-tensor drawn under the same seed, whatever its name), then by creation order and shape: each
+tensor drawn under the same seed, whatever its name, unless another tensor of that shape carries nearly
+the candidate's name: draws in another order can make two roles' values equal), then by creation order
+and shape: each
 unmatched candidate tensor, in the order the constructor made it, takes the first unmatched reference
 tensor of the same shape and kind; last, a tensor whose first two dimensions are the reference's swapped
 (a ConvTranspose weight, (in, out, k...), held in a convolution's (out, in, k...) layout, a Linear
