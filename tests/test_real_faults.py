@@ -308,7 +308,7 @@ def test_a_located_cuda_fault_outranks_operator_misread_without_the_candidate_s_
 
     report = EvalReport(status="mismatch", checks=[CheckResult(name="seed0", kind="seed", passed=False, status="mismatch",
                                                                frac_wrong=1.0, spec={})])
-    fact = {"tag": "cuda_block_capped", "line": 98, "message": "block of fused_kernel is capped"}
+    fact = {"tag": "cuda_block_capped", "line": 98, "message": "block of fused_kernel is capped", "language": "cuda"}
     tags = {"cuda_block_capped", "family:reduction", "all_wrong"}
     for src, leads in (("int x = 1;", "reduction_axis"), ("// simplified: one window only", "operator_misread")):
         finding = semantics.operator_misread_hypothesis(Case("level2_96", "", src), report, tags, [])

@@ -190,11 +190,13 @@ def rank(tags: set[str], sites: list[dict], experiments: list[dict], top: int = 
 
 
 def cite_static_facts(hypotheses: list[dict], static: list[dict], per_tag: int = 2) -> None:
-    """A hypothesis whose score counts a static fact cites it (its line and what it says) in place of
-    the bare tag, so the class comes with the source line that backs it."""
+    """A hypothesis whose score counts a CUDA static fact cites it (its line and what it says) in place of
+    the bare tag, so the class comes with the line of the CUDA source that backs it. (A Triton fact's line
+    is a recipe site's already, where the kb backend's ordering by hypothesis lines was measured.)"""
     by_tag: dict[str, list[dict]] = {}
     for f in static:
-        by_tag.setdefault(f["tag"], []).append(f)
+        if f.get("language") == "cuda":
+            by_tag.setdefault(f["tag"], []).append(f)
     for h in hypotheses:
         evidence = []
         for e in h["evidence"]:
