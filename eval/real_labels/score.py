@@ -69,12 +69,14 @@ def _run_evidence(d: dict) -> str | None:
     the source (None for rows written before real_pool kept the evidence)."""
     if "top_evidence" not in d:
         return None
-    said = " ".join(d["top_evidence"])
-    if "experiment" in said:
+    said = d["top_evidence"]
+    if any(e.startswith("experiment:") for e in said):  # a run that fixed or shrank the failure
         return "counterfactual run"
-    if "compute-sanitizer" in said:
+    if any("compute-sanitizer" in e for e in said):
         return "sanitizer finding"
-    return "source line" if d.get("top_lines") else "none"
+    if d.get("top_lines"):
+        return "source line"
+    return "run symptoms only" if said else "none"
 
 
 def summary(rows: list[dict]) -> dict:
