@@ -697,6 +697,7 @@ def test_a_failing_kernel_is_diagnosed_on_its_own_checks_and_eval_mode_that_shri
     assert mode["result"] == "better" and "the largest error falls from" in mode["description"], mode
     assert mode["failed_after"] == ["seed0"]  # the bias still departs in eval mode: not a fix
     assert diag.hypotheses[0]["bug_class"] == "train_eval_mode", diag.hypotheses[:3]
+    assert diag.summary.startswith("KernelBench's verdict: mismatch (1 of 1 trials); the kernel checks")
 
 
 def test_eval_mode_that_fixes_every_check_settles_the_diagnosis_before_any_recipe_runs():

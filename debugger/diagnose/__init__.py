@@ -316,4 +316,10 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     if diag.needs_rewrite is None:
         diag.needs_rewrite = compile_evidence.rewrite_verdict(compile_fails, patches)
     diag.summary = _summary(diag, report)
+    if pipeline_report is not report:
+        trials = [c for c in pipeline_report.checks if c.kind == "kernelbench"]
+        failed = [c for c in pipeline_report.failed_checks if c.kind == "kernelbench"]
+        diag.summary = (f"KernelBench's verdict: {pipeline_report.status} ({len(failed)} of {len(trials)} trials); "
+                        f"the kernel checks (Model's weights mapped in) fail too and are what is diagnosed. "
+                        + diag.summary)
     return diag
