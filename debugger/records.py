@@ -69,6 +69,13 @@ class ErrorSignature:
         return f"{self.status}:{self.kind or '-'}:{self.check or '-'}:{self.output}:{loc}:{self.failed_checks}"
 
 
+def verdict_counts(semantics: str, kind: str | None) -> bool:
+    """Whether a check of this kind belongs to the verdict `semantics` selects."""
+    if semantics == "both":
+        return kind in ("kernelbench", "seed")
+    return (kind == "kernelbench") == (semantics == "kernelbench")
+
+
 @dataclass
 class EvalReport:
     """The answer to: does this candidate compute the same function as the reference?"""
@@ -102,9 +109,7 @@ class EvalReport:
 
     def counts(self, check: CheckResult) -> bool:
         """Whether a check belongs to the selected verdict."""
-        if self.semantics == "both":
-            return check.kind in ("kernelbench", "seed")
-        return (check.kind == "kernelbench") == (self.semantics == "kernelbench")
+        return verdict_counts(self.semantics, check.kind)
 
     def selecting(self, semantics: str) -> "EvalReport":
         """The same checks with another verdict selected: its status, its failing checks."""

@@ -323,6 +323,26 @@ def test_kb_repair_on_the_cpu_fixes_a_cuda_answer_whose_only_fault_is_its_parame
     assert set(final.verdicts["kernel"]["failed"]) <= {"noncontiguous", "transposed"}, final.verdicts
 
 
+def test_kb_repair_of_parameter_init_is_not_judged_on_a_layout_the_task_never_draws(tmp_path, monkeypatch):
+    """gemini level3/40's shape: the answer refuses a strided input (TORCH_CHECK(x.is_contiguous())), which
+    KernelBench never draws. The fix passes every check the repair's verdict counts; the screen had run the
+    layout checks first (fail-fast) and judged it worse for the contiguity check the answer had before."""
+    from debugger.case import load_case
+    from debugger.repair import repair
+    from tests.test_real_param_init import CANDIDATE, OWN, REFERENCE
+
+    monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "case").mkdir()
+    (tmp_path / "case" / "reference.py").write_text(REFERENCE)
+    strict = CANDIDATE.replace("INIT", OWN).replace(
+        "    auto y = torch::empty(", '    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");\n    auto y = torch::empty(')
+    (tmp_path / "case" / "candidate.py").write_text(strict)
+    result = repair(load_case(tmp_path / "case"), backend="kb", device="cpu", write_files=False,
+                    semantics="kernelbench", write_back=False)
+    assert result.status == "repaired", result.message
+    assert result.bug_class == "parameter_init" and result.iterations == 1
+
+
 def test_the_python_side_s_cuda_device_is_the_cpu():
     from debugger.lang.cuda.emulate.device import CudaOnCpu
 
