@@ -114,3 +114,22 @@ def test_the_loop_runs_compute_sanitizer_only_where_it_can_explain_the_failure()
     assert nodes.sanitizer_may_help(report("mismatch", "nan"))  # the poisoned output: never written
     assert nodes.sanitizer_may_help(report("runtime_error", "AcceleratorError"))
     assert nodes.sanitizer_may_help(report("mismatch", "mismatch", drift=0.5))  # run-to-run drift: a race
+
+
+def test_the_screen_runs_only_the_failing_checks_the_loop_s_verdict_counts(monkeypatch):
+    """Under KernelBench's semantics a strided layout the task never draws is a note, not the verdict: an
+    answer that refuses it (TORCH_CHECK) must not have its fix screened, fail-fast, on it first."""
+    calls = []
+
+    def fake(case, device, **kw):
+        calls.append(kw)
+        return SimpleNamespace(report=_report("pass", [CheckResult(name="kb_trial0", kind="kernelbench",
+                                                                   passed=True, status="pass")]))
+
+    state = _state()
+    layout = {"name": "noncontiguous", "kind": "layout", "passed": False, "status": "runtime_error",
+              "spec": {"name": "noncontiguous", "kind": "layout"}}
+    state["best_report"]["checks"].insert(0, layout)
+    monkeypatch.setattr(nodes, "run_evaluation", fake)
+    nodes.verify(state, _runtime("published"))
+    assert [s["name"] for s in calls[0]["checks"]] == ["kb_trial0"]

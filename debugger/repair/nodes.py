@@ -226,7 +226,7 @@ def verify(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     if src is None:
         return {}
     best = state["best_report"]
-    failing = [c["spec"] for c in _counted_failures(best) if c.get("spec")]
+    failing = [c["spec"] for c in _counted_failures(best, ctx.evaluation_semantics) if c.get("spec")]
     case = case_of(state, src)
     if failing and not _experiment_fixed(state, src):
         # a few failing checks are screened in full: one that no patch can pass (a precision limit) must
@@ -289,7 +289,8 @@ def guard(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     outcome = "skipped" if v.get("skipped") else "fixed" if v.get("passed") else \
         "better" if (v.get("score") is not None and not v.get("screen") and
                      (v["score"] < best_score or v["score"] == best_score and _fewer_failing(state, v))) else \
-        "better_on_failing" if (v.get("score") is not None and v.get("screen") and v["score"] < _failing_score(state)) \
+        "better_on_failing" if (v.get("score") is not None and v.get("screen")
+                                and v["score"] < _failing_score(state, ctx.evaluation_semantics)) \
         else "no_change" if v.get("score") == best_score else "worse"
     sigs = list(state.get("signatures") or [])
     if v.get("signature"):
@@ -347,18 +348,17 @@ def _screen_progress(state: RepairState, screen) -> bool:
     return bool(pairs) and sum(b - a for b, a in pairs) / len(pairs) >= SCREEN_PROGRESS
 
 
-def _counted_failures(report: dict) -> list[dict]:
-    """The checks a report fails that its verdict counts. Under KernelBench's semantics a layout the task never
-    draws is a robustness note: screening on it (fail-fast, first) judged gemini level3/40's right
-    parameter_init fix "worse" for a contiguity check the answer had before."""
-    semantics = report.get("semantics", "kernel")
+def _counted_failures(report: dict, semantics: str) -> list[dict]:
+    """The checks a report fails that the loop's verdict (`semantics`) counts. Under KernelBench's semantics a
+    layout the task never draws is a robustness note: screening on it (fail-fast, first) judged gemini
+    level3/40's right parameter_init fix "worse" for a contiguity check the answer had before."""
     return [c for c in report.get("checks", []) if not c["passed"] and c["status"] != "skipped"
             and verdict_counts(semantics, c.get("kind"))]
 
 
-def _failing_score(state: RepairState) -> float:
+def _failing_score(state: RepairState, semantics: str) -> float:
     """The best version's score restricted to the checks it fails (what a screen measures)."""
-    checks = _counted_failures(state["best_report"])
+    checks = _counted_failures(state["best_report"], semantics)
     return len(checks) + sum((c.get("frac_wrong") or 1.0) for c in checks) / max(1, len(checks))
 
 
