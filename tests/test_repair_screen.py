@@ -133,3 +133,22 @@ def test_the_screen_runs_only_the_failing_checks_the_loop_s_verdict_counts(monke
     monkeypatch.setattr(nodes, "run_evaluation", fake)
     nodes.verify(state, _runtime("published"))
     assert [s["name"] for s in calls[0]["checks"]] == ["kb_trial0"]
+
+
+def test_the_gate_runs_at_the_loop_s_sizes(monkeypatch):
+    """A `--sizes small` repair judged at the published sizes: gemini level3/40's fix (a GRU of 512 steps,
+    emulated) ran past the gate's timeout and was rejected for it."""
+    from debugger.integrity import gate
+
+    seen = {}
+
+    def fake_check(case, device, **kw):
+        seen.update(kw)
+        return gate.Verdict("accept", [])
+
+    monkeypatch.setattr(gate, "check", fake_check)
+    state = {**_state(), "original_src": "OLD = 1\n"}
+    nodes.integrity(state, _runtime("small"))
+    assert seen["sizes"] == "small"
+    nodes.integrity(state, _runtime("auto"))
+    assert seen["sizes"] == "auto"  # published where they fit, as the final verdict of an auto repair

@@ -394,7 +394,8 @@ def integrity(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     verdict = check(case_of(state, state["candidate_src"]), ctx.device, strict_precision=ctx.strict_precision,
                     timeout=ctx.timeout, full=state["candidate_src"] == state["original_src"],
                     baseline_src=state["original_src"],
-                    policy="kernelbench" if ctx.semantics == "kernelbench" else None)
+                    policy="kernelbench" if ctx.semantics == "kernelbench" else None,
+                    sizes=ctx.sizes)  # a `small` repair judged at published sizes timed out (an emulated GRU)
     d = verdict.to_dict()
     incomplete = {c["name"]: c.get("message", "") for c in (verdict.evaluation or {}).get("checks", [])
                   if c.get("status") == "skipped" and not c.get("not_applicable")}
