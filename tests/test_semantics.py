@@ -325,6 +325,23 @@ def test_parameter_init_recipe_fixes_the_affine_kernel():
     assert parameter_init_patch(patch.new_src, AFFINE_REF, after.parameter_map) is None  # nothing left to fix
 
 
+def test_parameter_init_fix_builds_with_other_init_inputs(tmp_path):
+    """The gate's hidden shapes build ModelNew with other init inputs (gemini level3/40's GRU with fewer
+    layers had no `weights_ih.4`): the fix copies what corresponds and never raises for the rest."""
+    from debugger.recipes.parameter_init import parameter_init_patch
+
+    before = evaluate(case_from_sources(AFFINE_REF, OWN_INIT), "cpu", checks=[standard_checks()[0]])
+    patch = parameter_init_patch(OWN_INIT, AFFINE_REF, before.parameter_map)
+    import importlib.util
+
+    (tmp_path / "patched.py").write_text(patch.new_src)  # Triton's jit reads its kernels' source from a file
+    spec = importlib.util.spec_from_file_location("patched_affine", tmp_path / "patched.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.ModelNew(5).gamma.shape == (5,)  # built for n = 37: other shapes, nothing to copy
+    assert module._tensor_at(module.ModelNew(37), "no.such.tensor") is None  # a tensor this build lacks
+
+
 def test_kb_repair_fixes_parameter_init_of_a_linear_kernel_and_the_gate_accepts(tmp_path, monkeypatch):
     from debugger.case import load_case
     from debugger.diagnose import diagnose
@@ -544,7 +561,7 @@ def test_parameter_init_fix_copies_a_reshaped_tensor_in_the_candidates_shape():
     assert before.status == "mismatch" and before.verdicts["kernel"]["status"] == "pass"
     assert _pairs(before)["shift"] == ("shift", "reshaped")
     patch = parameter_init_patch(own, SCALAR_BIAS_REF, before.parameter_map)
-    assert patch is not None and ".reshape(_dst.shape)" in patch.new_src
+    assert patch is not None and ".reshape(dst.shape)" in patch.new_src
     after = evaluate(case_from_sources(SCALAR_BIAS_REF, patch.new_src), "cpu",
                      checks=[standard_checks()[0], standard_checks()[-1], kernelbench_checks()[0]],
                      semantics="kernelbench")

@@ -23,6 +23,7 @@ from debugger.recipes.base import Patch
 RECIPE_ID = "parameter_init"
 HOLDER = "_ModelParameters"
 HELPER = "_tensor_at"
+COPY = "_copy_into"
 
 
 def _class(tree: ast.Module, name: str) -> ast.ClassDef | None:
@@ -245,8 +246,12 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
               f"{textwrap.indent(textwrap.dedent(body_text), ' ' * 8)}{extra}\n\n\n"
               f"def {HELPER}(module, name):\n"
               f"    for part in name.split('.'):\n"
-              f"        module = getattr(module, part)\n"
-              f"    return module\n\n\n")
+              f"        module = getattr(module, part, None)\n"
+              f"    return module\n\n\n"
+              f"def {COPY}(dst, src):\n"
+              f"    # other init inputs (a hidden shape, fewer layers) build other tensors: copy what corresponds\n"
+              f"    if dst is not None and src is not None and dst.numel() == src.numel():\n"
+              f"        dst.copy_(src.reshape(dst.shape))\n\n\n")
     lines = candidate_src.splitlines(keepends=True)
     indent = " " * new_init.body[0].col_offset
     first = next((s for s in new_init.body if _is_super_init(s)), None)
@@ -258,16 +263,16 @@ def parameter_init_patch(candidate_src: str, reference_src: str, parameter_map: 
     if plain:
         copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in plain)
         copy += (f"{indent}    for _own, _model in ({copy_pairs},):\n"
-                 f"{indent}        {HELPER}(self, _own).copy_({HELPER}(_model_parameters, _model))\n")
+                 f"{indent}        {COPY}({HELPER}(self, _own), {HELPER}(_model_parameters, _model))\n")
     if swapped:  # held with the first two dimensions swapped (e.g. a ConvTranspose weight as (out, in, k))
         copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in swapped)
         copy += (f"{indent}    for _own, _model in ({copy_pairs},):  # held with dims 0 and 1 swapped\n"
-                 f"{indent}        {HELPER}(self, _own).copy_({HELPER}(_model_parameters, _model).transpose(0, 1))\n")
+                 f"{indent}        _src = {HELPER}(_model_parameters, _model)\n"
+                 f"{indent}        {COPY}({HELPER}(self, _own), None if _src is None else _src.transpose(0, 1))\n")
     if reshaped:  # the same elements in a shape differing by size-1 dimensions (e.g. (1,) for (1, 1, 1))
         copy_pairs = ", ".join(f"({p['candidate']!r}, {p['reference']!r})" for p in reshaped)
         copy += (f"{indent}    for _own, _model in ({copy_pairs},):  # held in another shape of size-1 dims\n"
-                 f"{indent}        _dst = {HELPER}(self, _own)\n"
-                 f"{indent}        _dst.copy_({HELPER}(_model_parameters, _model).reshape(_dst.shape))\n")
+                 f"{indent}        {COPY}({HELPER}(self, _own), {HELPER}(_model_parameters, _model))\n")
     build = f"{indent}_model_parameters = {HOLDER}({args})  # first: the RNG is drawn in Model's order\n"
     end = new_init.end_lineno
     out = lines[:build_at] + [build] + lines[build_at:end] + [copy] + lines[end:]
