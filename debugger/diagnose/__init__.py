@@ -317,9 +317,8 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
         diag.needs_rewrite = compile_evidence.rewrite_verdict(compile_fails, patches)
     diag.summary = _summary(diag, report)
     if pipeline_report is not report:
-        trials = [c for c in pipeline_report.checks if c.kind == "kernelbench"]
-        failed = [c for c in pipeline_report.failed_checks if c.kind == "kernelbench"]
-        diag.summary = (f"KernelBench's verdict: {pipeline_report.status} ({len(failed)} of {len(trials)} trials); "
+        kb = pipeline_report.verdicts.get("kernelbench") or {"status": pipeline_report.status, "failed": [], "checks": 0}
+        diag.summary = (f"KernelBench's verdict: {kb['status']} ({len(kb['failed'])} of {kb['checks']} trials); "
                         f"the kernel checks (Model's weights mapped in) fail too and are what is diagnosed. "
                         + diag.summary)
     return diag
