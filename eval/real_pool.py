@@ -5,6 +5,7 @@
                              [--semantics kernel|kernelbench] [--sizes auto|published|small]
                              [--match GLOB] [--shard K/N] [--deadline S]
     python eval/real_pool.py --from-rows A/rows.json B/rows.json [--out DIR]    # shards merged, nothing run
+    python eval/real_pool.py --verify-repairs OUT/repairs [--device cuda --sizes published ...]
 
 PATH: a KernelBench checkout or ../shared/real/kernelbench-fork (runs/ + KernelBench/), or a pool of
 case folders such as ../shared/real/tritonbench-t-dev (nearmiss/ = recorded fail, honest/ = recorded
@@ -25,6 +26,11 @@ OUT/rows.json (rows + summary) and OUT/table.md (the agreement matrix per semant
 disagreements, repair counts per diagnosed class, time), the Markdown for eval/RESULTS.md. A run
 that does not fit one sitting (a device call of 10 minutes) is cut into `--shard K/N` slices, each with
 a `--deadline` to stop starting answers in time, and their rows.json files merged with --from-rows.
+
+--verify-repairs DIR judges repairs made elsewhere: DIR holds the case folders a --repair run writes
+under OUT/repairs/ (reference.py, case.toml, candidate.py = the repaired answer), and each is run
+through `kdebug eval` and `kdebug check` only. The GPU's minutes are scarce: the kb loop's search can
+run on the CPU (emulated CUDA, reduced sizes) and the H200 judge what it repaired at the published sizes.
 """
 from __future__ import annotations
 
@@ -207,17 +213,30 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
             row["repair"]["stderr_tail"] = res["stderr_tail"]  # why it gave no verdict
         if data.get("status") == "repaired" and data.get("output") and Path(data["output"]).is_file():
             repaired = repaired_case(case, Path(data["output"]), out / "repairs" / answer.id.replace("/", "__"))
-            flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes}, row["flags"])
-            res = kd.run(["eval", str(repaired), *device, *flags], opts.timeout, out)
-            row["verify"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
-            flags = _optional(kd, "check", {"--policy": opts.policy}, row["flags"])
-            res = kd.run(["check", str(repaired), *device, *flags], opts.timeout, out)
-            chk = res["json"] or {}
-            row["check"] = {"verdict": chk.get("verdict"), "exit": res["exit"], "seconds": res["seconds"],
-                            "rules": sorted({f.get("rule") for f in chk.get("findings") or [] if f.get("rule")}),
-                            # why it rejected: the findings that decide (a rejection read by hand needs them)
-                            "findings": [{k: f.get(k) for k in ("rule", "severity", "message", "line")}
-                                         for f in chk.get("findings") or [] if f.get("severity") == "reject"][:8]}
+            verify_repaired(row, repaired, kd, opts, out)
+    return row
+
+
+def verify_repaired(row: dict, repaired: Path, kd: Kdebug, opts, out: Path) -> dict:
+    """The independent judgement of a repaired case folder: `kdebug eval` (both verdicts) and `kdebug
+    check` (the gate), each in its own process, into row["verify"] and row["check"]."""
+    device = ["--device", opts.device]
+    flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes,
+                                   "--checks": getattr(opts, "verify_checks", None)}, row["flags"])
+    res = kd.run(["eval", str(repaired), *device, *flags], opts.timeout, out)
+    row["verify"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
+    if res["json"] is None:
+        row["verify"]["error"] = "timed out" if res["timed_out"] else "no JSON: " + res["stderr_tail"][-300:]
+    flags = _optional(kd, "check", {"--policy": opts.policy, "--sizes": getattr(opts, "check_sizes", None)},
+                      row["flags"])
+    res = kd.run(["check", str(repaired), *device, *flags], opts.timeout, out)
+    chk = res["json"] or {}
+    row["check"] = {"verdict": chk.get("verdict") or ("timed out" if res["timed_out"] else None),
+                    "exit": res["exit"], "seconds": res["seconds"],
+                    "rules": sorted({f.get("rule") for f in chk.get("findings") or [] if f.get("rule")}),
+                    # why it rejected: the findings that decide (a rejection read by hand needs them)
+                    "findings": [{k: f.get(k) for k in ("rule", "severity", "message", "line")}
+                                 for f in chk.get("findings") or [] if f.get("severity") == "reject"][:8]}
     return row
 
 
@@ -522,6 +541,8 @@ def parse(argv=None):
                     help="which checks kdebug eval runs (kernelbench: only KernelBench's trials, for agreement)")
     ap.add_argument("--policy", choices=["kernelbench", "strict"], default="kernelbench",
                     help="kdebug check's policy for repaired answers (default kernelbench)")
+    ap.add_argument("--check-sizes", choices=["auto", "published", "small"],
+                    help="kdebug check's --sizes for repaired answers (default: the task's)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per eval / diagnose / check (default 900)")
     ap.add_argument("--repair-timeout", type=float, default=1200, help="seconds per repair (default 1200)")
     ap.add_argument("--max-iters")
@@ -531,9 +552,15 @@ def parse(argv=None):
                     help="start no answer after S seconds; the rest is left out (and counted)")
     ap.add_argument("--from-rows", nargs="+", type=Path, metavar="ROWS",
                     help="run nothing: the table of these rows.jsonl / rows.json files (shards merged)")
+    ap.add_argument("--verify-repairs", type=Path, metavar="DIR",
+                    help="run only kdebug eval and kdebug check on the repaired case folders in DIR (OUT/repairs "
+                         "of a --repair run)")
     opts = ap.parse_args(argv)
-    if (opts.path is None) == (opts.from_rows is None):
-        ap.error("give PATH, or --from-rows ROWS...")
+    if sum(x is not None for x in (opts.path, opts.from_rows, opts.verify_repairs)) != 1:
+        ap.error("give PATH, --from-rows ROWS... or --verify-repairs DIR")
+    if opts.verify_repairs is not None and not opts.verify_repairs.is_dir():
+        ap.error(f"--verify-repairs: {opts.verify_repairs} is not a folder")
+    opts.verify_checks = opts.checks if opts.verify_repairs is not None else None
     return opts
 
 
@@ -566,10 +593,86 @@ def merge(opts, argv) -> int:
     return 0
 
 
+def verify_markdown(rows: list[dict], meta: dict) -> str:
+    """--verify-repairs' table: each repaired answer's two verdicts and the gate's."""
+    def status(r, sem):
+        v = r.get("verify") or {}
+        return (v.get(sem) or {}).get("status") or v.get("error") or v.get("status") or "?"
+    ok = [r for r in rows if status(r, "kernelbench") == "pass" and (r.get("check") or {}).get("verdict") == "accept"]
+    both = [r for r in ok if status(r, "kernel") == "pass"]
+    lines = [f"Repairs judged apart: {len(rows)} case folders from `{meta['pool']}`, --device {meta['device']}, "
+             f"{meta['date']}, commit {meta['commit']}, wall {meta['wall_seconds']} s.", "",
+             "    " + meta["command"], "",
+             f"KernelBench's verdict passes and the gate accepts: {len(ok)} of {len(rows)}; the kernel verdict "
+             f"passes too: {len(both)}.", "",
+             "| answer | KernelBench's verdict | kernel verdict | gate | rejecting rules | eval s |",
+             "| --- | --- | --- | --- | --- | ---: |"]
+    for r in sorted(rows, key=lambda r: r["id"]):
+        chk = r.get("check") or {}
+        lines.append(f"| {r['id']} | {status(r, 'kernelbench')} | {status(r, 'kernel')} | {chk.get('verdict')} | "
+                     f"{', '.join(f['rule'] for f in chk.get('findings') or [])} | "
+                     f"{(r.get('verify') or {}).get('seconds')} |")
+    return "\n".join(lines) + "\n"
+
+
+def verify_main(opts, argv) -> int:
+    """--verify-repairs: kdebug eval and kdebug check on each repaired case folder, by memory on a GPU."""
+    t0 = time.time()
+    commit = _commit()
+    out = opts.out or Path(tempfile.mkdtemp(prefix="real_pool-verify-"))
+    out.mkdir(parents=True, exist_ok=True)
+    folders = sorted(d for d in opts.verify_repairs.iterdir()
+                     if d.is_dir() and (d / "candidate.py").is_file() and (d / "reference.py").is_file())
+    if opts.match:
+        pats = opts.match.split(",")
+        folders = [d for d in folders if any(fnmatch.fnmatch(d.name.replace("__", "/"), p) for p in pats)]
+    kd = Kdebug(out / "data")
+    memory = DeviceMemory(int(opts.gpu_memory_gb * 2**30)) if opts.device == "cuda" else None
+    rows_path = out / "rows.jsonl"
+    rows_path.unlink(missing_ok=True)
+    lock = threading.Lock()
+    print(f"real_pool: {len(folders)} repaired case folders in {opts.verify_repairs}; out {out}", file=sys.stderr)
+
+    def one(folder: Path) -> dict | None:
+        if opts.deadline is not None and time.time() - t0 > opts.deadline:
+            return None
+        row = {"id": folder.name.replace("__", "/"), "case_dir": str(folder), "flags": {},
+               "semantics": opts.semantics or "kernel"}
+        if memory is None:
+            verify_repaired(row, folder, kd, opts, out)
+        else:
+            from debugger.sizes import check_memory_estimate
+
+            size = input_bytes(folder / "reference.py")
+            with memory.hold(check_memory_estimate(size) if size is not None else memory.budget):
+                verify_repaired(row, folder, kd, opts, out)
+        with lock, rows_path.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        v = row["verify"]
+        print(f"  {row['id']}: kernelbench {(v.get('kernelbench') or {}).get('status')}, kernel "
+              f"{(v.get('kernel') or {}).get('status')}, gate {row['check']['verdict']} ({v.get('seconds')} s)",
+              file=sys.stderr)
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+        rows = [r for r in pool.map(one, folders) if r is not None]
+    meta = {"pool": str(opts.verify_repairs), "device": opts.device, "commit": commit,
+            "command": f"python eval/real_pool.py {_argv_text(argv)}",
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "wall_seconds": round(time.time() - t0, 1),
+            "left_by_deadline": len(folders) - len(rows)}
+    text = verify_markdown(rows, meta)
+    (out / "rows.json").write_text(json.dumps({"summary": meta, "rows": rows}, indent=1))
+    (out / "table.md").write_text(text)
+    print(text)
+    return 0
+
+
 def main(argv=None) -> int:
     opts = parse(argv)
     if opts.from_rows:
         return merge(opts, argv)
+    if opts.verify_repairs is not None:
+        return verify_main(opts, argv)
     t0 = time.time()
     commit = _commit()  # the code the run started with
     out = opts.out or Path(tempfile.mkdtemp(prefix="real_pool-"))

@@ -231,3 +231,42 @@ def test_a_timed_out_command_is_killed_with_its_children(tmp_path):
     import time
     time.sleep(3.5)
     assert not marker.exists()  # the background child went with the command
+
+
+def test_verify_repairs_judges_each_repaired_folder(tmp_path, monkeypatch):
+    """--verify-repairs runs only eval and check on the case folders a --repair run wrote (the CPU's
+    repairs judged on the GPU), with the gate's sizes apart from the eval's."""
+    repairs = tmp_path / "repairs"
+    for name, src in (("runA__level2__7", TORCH_ADD), ("runB__level1__3", TORCH_ADD)):
+        case(repairs / name, src)
+    (repairs / "runA__level2__7.py").write_text(TORCH_ADD)  # the repair file beside its folder: not a case
+    replies = {"eval": {"status": "pass", "message": "pass on 9 checks",
+                        "verdicts": {"kernel": {"status": "mismatch", "failed": ["noncontiguous"]},
+                                     "kernelbench": {"status": "pass", "failed": []}}},
+               "check": {"verdict": "accept", "findings": []}}
+    fakes = []
+
+    class Fake(FakeKdebug):
+        def __init__(self, data_dir):
+            super().__init__(replies)
+            fakes.append(self)
+
+        def takes(self, command, flag):
+            return True
+
+    monkeypatch.setattr(real_pool, "Kdebug", Fake)
+    out = tmp_path / "out"
+    assert real_pool.main(["--verify-repairs", str(repairs), "--match", "runA*", "--sizes", "published",
+                           "--checks", "quick", "--semantics", "kernelbench", "--check-sizes", "small",
+                           "--out", str(out)]) == 0
+    calls = fakes[0].calls
+    assert [c[0] for c in calls] == ["eval", "check"] and calls[0][1] == str(repairs / "runA__level2__7")
+    assert calls[0][-6:] == ["--semantics", "kernelbench", "--sizes", "published", "--checks", "quick"]
+    assert calls[1][-4:] == ["--policy", "kernelbench", "--sizes", "small"]
+    rows = json.loads((out / "rows.json").read_text())["rows"]
+    assert [r["id"] for r in rows] == ["runA/level2/7"]
+    table = (out / "table.md").read_text()
+    assert "passes and the gate accepts: 1 of 1; the kernel verdict passes too: 0" in table
+    assert "| runA/level2/7 | pass | mismatch | accept |" in table
+    with pytest.raises(SystemExit):
+        real_pool.parse(["--verify-repairs", str(tmp_path / "nowhere")])
