@@ -134,15 +134,29 @@ def _error_map(ref, run1, run2, case: Case, blocks, device: str) -> dict:
                                    device=device)
 
 
-def _pipeline_only(diag: Diagnosis, report) -> Diagnosis:
-    """The kernel passes with Model's weights mapped in; only KernelBench's verdict fails."""
+def _only_layouts_fail(report) -> list[str]:
+    """Under KernelBench's semantics, the kernel checks that fail when all of them are layouts the task
+    never draws (a strided or transposed view of an input): the kernel is right on the task's own inputs,
+    and what KernelBench's trials fail on is what to diagnose; the layouts are hardened after the repair
+    (repair/nodes.py `harden`). Empty otherwise."""
+    if report.semantics == "kernel" or report.verdicts.get("kernelbench", {}).get("status") in (None, "pass"):
+        return []
+    failing = [c for c in report.checks if not c.passed and c.status != "skipped" and c.kind != "kernelbench"]
+    return [c.name for c in failing] if failing and all(c.kind == "layout" for c in failing) else []
+
+
+def _pipeline_only(diag: Diagnosis, report, layouts: list[str] | None = None) -> Diagnosis:
+    """The kernel passes with Model's weights mapped in (on the task's own layouts); only KernelBench's
+    verdict fails."""
     finding = semantics.parameter_init_hypothesis(report)
     findings = [finding] if finding else [
         {"bug_class": "other", "score": 1.0, "evidence": [report.verdict_note or "only KernelBench's trials fail"],
          "lines": [], "recipes": []}]
     diag.hypotheses = ranking.rank(set(), [], [], findings=findings)
-    diag.symptoms = ["kernel_passes", "kernelbench_fails"]
-    diag.summary = (f"The kernel is right with Model's weights mapped in; KernelBench's verdict fails. "
+    diag.symptoms = ["kernel_passes", "kernelbench_fails"] + (["fails_noncontiguous"] if layouts else [])
+    where = (f" on the task's own layouts (it fails {', '.join(layouts)}: strided views the task never draws)"
+             if layouts else "")
+    diag.summary = (f"The kernel is right with Model's weights mapped in{where}; KernelBench's verdict fails. "
                     f"{report.verdict_note}")
     return diag
 
@@ -216,8 +230,9 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     if all(v["status"] == "pass" for v in report.verdicts.values()):
         diag.status, diag.summary = "passes", "the candidate passes every check"
         return diag
-    if report.verdicts.get("kernel", {}).get("status") == "pass":
-        return _pipeline_only(diag, report)
+    layouts = _only_layouts_fail(report)
+    if report.verdicts.get("kernel", {}).get("status") == "pass" or layouts:
+        return _pipeline_only(diag, report, layouts)
     # The kernel verdict fails too: its checks (Model's weights mapped in) are what error maps, probes and
     # experiments read. KernelBench's trials fail on every parameter ModelNew builds its own way as well, so a
     # patch that fixes the kernel would still fail them and never count as a fix.

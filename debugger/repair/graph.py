@@ -4,9 +4,9 @@
                 |fail
              diagnose -> retrieve -> propose --none--> finish
                                         |
-                                      apply -> verify -> guard --passed--> integrity --accept--> distil -> finish
-                                                          |  |                |reject (budget left)
-                                      (better: re-diagnose)  (else: next)     propose
+                                      apply -> verify -> guard --passed--> harden -> integrity --accept--> distil -> finish
+                                                          |  |                          |reject (budget left)
+                                      (better: re-diagnose)  (else: next)               propose
                                               diagnose    propose
     guard --a guard fired--> finish -> END
 
@@ -40,10 +40,11 @@ def after_propose(state: RepairState) -> Literal["apply", "finish"]:
     return "apply" if state.get("proposal") else "finish"
 
 
-def after_guard(state: RepairState) -> Literal["integrity", "finish", "diagnose", "propose"]:
-    """Verified fixes go to the gate; a fired guard stops; a better version is re-diagnosed."""
+def after_guard(state: RepairState) -> Literal["harden", "finish", "diagnose", "propose"]:
+    """Verified fixes go to the gate (through harden: layouts the pipeline's verdict does not draw); a
+    fired guard stops; a better version is re-diagnosed."""
     if (state.get("verify") or {}).get("passed"):
-        return "integrity"
+        return "harden"
     if state.get("stop"):
         return "finish"
     if state.get("needs_diagnosis"):
@@ -65,7 +66,7 @@ def build_graph(checkpointer=None):
     """Compile the repair graph; dependencies arrive per run as RunContext."""
     g = StateGraph(RepairState, context_schema=RunContext)
     for node in (nodes.evaluate, nodes.diagnose, nodes.retrieve, nodes.propose, nodes.apply, nodes.verify,
-                 nodes.guard, nodes.integrity, nodes.distil, nodes.finish):
+                 nodes.guard, nodes.harden, nodes.integrity, nodes.distil, nodes.finish):
         g.add_node(node.__name__, node)
     g.add_edge(START, "evaluate")
     g.add_conditional_edges("evaluate", after_evaluate, ["diagnose", "integrity", "finish"])
@@ -74,7 +75,8 @@ def build_graph(checkpointer=None):
     g.add_conditional_edges("propose", after_propose, ["apply", "finish"])
     g.add_edge("apply", "verify")
     g.add_edge("verify", "guard")
-    g.add_conditional_edges("guard", after_guard, ["integrity", "finish", "diagnose", "propose"])
+    g.add_conditional_edges("guard", after_guard, ["harden", "finish", "diagnose", "propose"])
+    g.add_edge("harden", "integrity")
     g.add_conditional_edges("integrity", after_integrity, ["distil", "finish", "propose"])
     g.add_edge("distil", "finish")
     g.add_edge("finish", END)

@@ -15,6 +15,7 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_atomic_partials | cuda_block_partials_race | write_race |
 | cuda_combine_partials | cuda_partials_not_combined | reduction_axis |
 | cuda_block_stride_row | cuda_block_smaller_than_row | reduction_axis |
+| cuda_contiguous_inputs | (the layout checks fail) | stride_layout |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from debugger.lang.cuda.recipes.batchnorm import CudaBatchNormBatchStats
 from debugger.lang.cuda.recipes.bounds import CudaBoundsCheck
+from debugger.lang.cuda.recipes.contiguous import CudaContiguousInputs
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.grid import CudaCeilDivGrid, CudaGridStrideLoop
 from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
@@ -32,8 +34,8 @@ from debugger.lang.cuda.recipes.sync import CudaSyncThreads
 
 RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
            CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(), CudaCombinePartials(),
-           CudaBlockStrideRow()]
+           CudaBlockStrideRow(), CudaContiguousInputs()]
 
 __all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchNormBatchStats", "CudaBlockStrideRow", "CudaBoundsCheck",
-           "CudaCeilDivGrid", "CudaCombinePartials", "CudaDecodeOnCopy", "CudaFloatAccumulator", "CudaGridStrideLoop",
+           "CudaCeilDivGrid", "CudaCombinePartials", "CudaContiguousInputs", "CudaDecodeOnCopy", "CudaFloatAccumulator", "CudaGridStrideLoop",
            "CudaSyncThreads"]
