@@ -102,6 +102,8 @@ CUDA_STATIC = {
     "cuda_half_accumulator": "a CUDA half/bfloat16 local is accumulated in a loop",
     "cuda_int32_index": "a numel() is passed to an int parameter of a CUDA kernel",
     "cuda_reads_running_stats": "a CUDA BatchNorm normalises with the running statistics in a train-mode run",
+    "cuda_input_assumed_dense": "a tensor reaches the CUDA extension as given (no .contiguous(), no strides read): its "
+                                "kernels read it as dense",
     "cuda_uses_atomics": "the CUDA kernel updates memory with atomics",
 }
 

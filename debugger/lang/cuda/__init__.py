@@ -70,6 +70,7 @@ class Cuda:
                 facts += launch_facts(u, ln, _kernel(all_units, ln.kernel))
         if not any(f.tag == "cuda_reads_running_stats" for f in facts):
             facts += _running_stats_from_python(src, python)
+        facts += _dense_inputs_from_python(src)
         seen, out = set(), []
         for f in facts:
             if (f.tag, f.line) not in seen:
@@ -97,6 +98,26 @@ def _running_stats_from_python(src: str, python: str) -> list[Fact]:
                                                          f"self.training branch: eval-mode statistics in a train-mode "
                                                          f"run", n.start_point[0] + 1, "cuda")]
     return []
+
+
+def _dense_inputs_from_python(src: str) -> list[Fact]:
+    """Tensors handed to the extension's `torch::Tensor` parameters as they come (no `.contiguous()` on
+    either side, no strides read): its kernels read them as dense, so a strided view is read wrongly or
+    refused. A description, not evidence: most real answers do this and are right on the task's inputs
+    (only the layout checks tell), so the ranking gives it no weight."""
+    from debugger.lang.cuda.recipes.contiguous import dense_inputs
+    from debugger.recipes.syntax import Source
+
+    s = Source(src)
+    if not s.ok:
+        return []
+    at_top, relaid = dense_inputs(s)
+    facts = [Fact("cuda_input_assumed_dense", f"{text(host.child_by_field_name('name'))} hands "
+                  f"{', '.join(names)} to the extension as given: its kernels read them as dense",
+                  host.start_point[0] + 1, "cuda") for host, names in at_top.values()]
+    facts += [Fact("cuda_input_assumed_dense", f"{text(arg)} (a re-laid view) is handed to the extension as it is: "
+                   "its kernels read it as dense", arg.start_point[0] + 1, "cuda") for arg in relaid]
+    return facts
 
 
 LANGUAGE = Cuda()

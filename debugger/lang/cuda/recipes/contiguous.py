@@ -26,8 +26,11 @@ def _tensor_positions(src: str) -> dict[str, list[int]]:
     for exported, host_name in LANGUAGE.bound_functions(src).items():
         f = hosts.get(host_name)
         if f is not None:
+            body = text(f.body).replace(" ", "")
             out[exported] = [i for i, p in enumerate(f.params)
-                             if "Tensor" in p.type and "optional" not in p.type.lower() and "List" not in p.type]
+                             if "Tensor" in p.type and "optional" not in p.type.lower() and "List" not in p.type
+                             and f"{p.name}.contiguous()" not in body and f"{p.name}.stride(" not in body
+                             and f"{p.name}.strides()" not in body]
     return {k: v for k, v in out.items() if v}
 
 
@@ -46,50 +49,61 @@ def _enclosing_function(node: Node) -> Node | None:
     return node
 
 
+def dense_inputs(s: Source) -> tuple[dict[int, tuple[Node, list[str]]], list[Node]]:
+    """Where tensors enter the candidate's extension as they come: per Python function (keyed by its
+    start byte), its parameters that reach a `torch::Tensor` argument of an exported function; and the
+    arguments re-laid inside a function (`x.t()`, or a name bound to one) passed as they are."""
+    at_top: dict[int, tuple[Node, list[str]]] = {}
+    relaid_args: list[Node] = []
+    if "load_inline" not in s.src and "PYBIND11_MODULE" not in s.src:
+        return at_top, relaid_args
+    positions = _tensor_positions(s.src)
+    for call in walk(s.root) if positions else ():
+        if call.type != "call" or _called_name(call) not in positions:
+            continue
+        host = _enclosing_function(call)
+        if host is None:
+            continue
+        names = {p.name for p in params(host)} - {"self", "cls"}
+        args, _ = call_args(call)
+        defs = Deps(s, host).defs
+        for i in positions[_called_name(call)]:
+            if i >= len(args):
+                continue
+            arg = unparen(args[i])
+            if text(arg).replace(" ", "").endswith(".contiguous()"):
+                continue
+            relaid = LAYOUT_CHANGE.search(text(arg)) or (arg.type == "identifier" and any(
+                LAYOUT_CHANGE.search(text(rhs)) and not text(rhs).rstrip().endswith(".contiguous()")
+                and st.start_byte < call.start_byte for st, rhs in defs.get(text(arg), [])))
+            if relaid:
+                relaid_args.append(args[i])
+            elif arg.type == "identifier" and text(arg) in names and not _made_contiguous(host, text(arg)):
+                entry = at_top.setdefault(host.start_byte, (host, []))
+                if text(arg) not in entry[1]:
+                    entry[1].append(text(arg))
+    return at_top, relaid_args
+
+
 class CudaContiguousInputs(Recipe):
     id = "cuda_contiguous_inputs"
     bug_classes = ("stride_layout",)
-    symptoms = ("fails_noncontiguous", "transposed")
+    symptoms = ("cuda_input_assumed_dense", "fails_noncontiguous", "transposed")
     description = "The extension's kernels index tensors as dense: make them contiguous where they enter it."
 
     def _propose(self, s: Source, hints: dict):
-        if "load_inline" not in s.src and "PYBIND11_MODULE" not in s.src:
-            return
-        positions = _tensor_positions(s.src)
-        if not positions:
-            return
-        at_top: dict[int, tuple[Node, list[str]]] = {}
+        at_top, relaid_args = dense_inputs(s)
         edits = []
-        for call in walk(s.root):
-            if call.type != "call" or _called_name(call) not in positions:
-                continue
-            host = _enclosing_function(call)
-            if host is None:
-                continue
-            names = {p.name for p in params(host)} - {"self", "cls"}
-            args, _ = call_args(call)
-            defs = Deps(s, host).defs
-            for i in positions[_called_name(call)]:
-                if i >= len(args):
-                    continue
-                arg = unparen(args[i])
-                if text(arg).replace(" ", "").endswith(".contiguous()"):
-                    continue
-                relaid = LAYOUT_CHANGE.search(text(arg)) or (arg.type == "identifier" and any(
-                    LAYOUT_CHANGE.search(text(rhs)) and not text(rhs).rstrip().endswith(".contiguous()")
-                    and st.start_byte < call.start_byte for st, rhs in defs.get(text(arg), [])))
-                if relaid:
-                    wrapped = f"{text(arg)}.contiguous()" if arg.type in ("call", "attribute", "identifier") \
-                        else f"({text(arg)}).contiguous()"
-                    edits.append(Edit.replace(args[i], wrapped))
-                elif arg.type == "identifier" and text(arg) in names and not _made_contiguous(host, text(arg)):
-                    entry = at_top.setdefault(host.start_byte, (host, []))
-                    if text(arg) not in entry[1]:
-                        entry[1].append(text(arg))
+        for arg in relaid_args:
+            inner = unparen(arg)
+            edits.append(Edit.replace(arg, f"{text(inner)}.contiguous()"
+                                      if inner.type in ("call", "attribute", "identifier")
+                                      else f"({text(inner)}).contiguous()"))
         for host, names in at_top.values():
             at, indent = body_insert_point(host)
             edits.append(Edit.insert(at, "".join(f"{indent}{n} = {n}.contiguous()\n" for n in names)))
-        yield self.patch(s, edits, "make the tensors the extension reads contiguous where they enter it")
+        if edits:
+            yield self.patch(s, edits, "make the tensors the extension reads contiguous where they enter it")
 
 
 def _made_contiguous(host: Node, name: str) -> bool:
