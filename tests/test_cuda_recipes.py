@@ -442,7 +442,7 @@ def test_a_clean_kernel_gets_no_cuda_patch():
     clean = [CEIL_1D.replace("n / threads", "(n + threads - 1) / threads"), DECODE_NCHW.replace(
         "    int hw = idx % HW;\n    idx /= HW;\n    int c = idx % C;", "    int c = (idx / HW) % C;\n    int hw = idx % HW;")]
     for cuda in clean:
-        assert tags(candidate(cuda)) <= {"cuda_uses_atomics"}
+        assert tags(candidate(cuda)) <= {"cuda_uses_atomics", "cuda_input_assumed_dense"}  # descriptive, no weight
         assert not [p for p in propose_all(candidate(cuda)) if p.recipe.startswith("cuda_")]
 
 
