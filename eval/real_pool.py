@@ -621,7 +621,7 @@ def verify_main(opts, argv) -> int:
     commit = _commit()
     out = opts.out or Path(tempfile.mkdtemp(prefix="real_pool-verify-"))
     out.mkdir(parents=True, exist_ok=True)
-    folders = sorted(d for d in opts.verify_repairs.iterdir()
+    folders = sorted(d.resolve() for d in opts.verify_repairs.iterdir()  # kdebug runs in OUT: absolute paths
                      if d.is_dir() and (d / "candidate.py").is_file() and (d / "reference.py").is_file())
     if opts.match:
         pats = opts.match.split(",")

@@ -256,7 +256,8 @@ def test_verify_repairs_judges_each_repaired_folder(tmp_path, monkeypatch):
 
     monkeypatch.setattr(real_pool, "Kdebug", Fake)
     out = tmp_path / "out"
-    assert real_pool.main(["--verify-repairs", str(repairs), "--match", "runA*", "--sizes", "published",
+    monkeypatch.chdir(tmp_path)  # a relative DIR: kdebug runs in OUT, so the folders go by absolute paths
+    assert real_pool.main(["--verify-repairs", "repairs", "--match", "runA*", "--sizes", "published",
                            "--checks", "quick", "--semantics", "kernelbench", "--check-sizes", "small",
                            "--out", str(out)]) == 0
     calls = fakes[0].calls
