@@ -164,6 +164,15 @@ def verdict(row: dict, semantics: str) -> str:
     return "no_result"
 
 
+def eval_row(res: dict) -> dict:
+    """A `kdebug eval` run as a row's field: what its JSON says, the exit, the time, and why there is no
+    JSON when there is none."""
+    row = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
+    if res["json"] is None:
+        row["error"] = "timed out" if res["timed_out"] else "no JSON: " + res["stderr_tail"][-300:]
+    return row
+
+
 def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     """One answer through eval (and diagnose, repair, check when asked); the result row."""
     row = {**answer.row(), "case_dir": str(case), "flags": {}, "semantics": opts.semantics or "kernel"}
@@ -171,9 +180,7 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes,
                                    "--checks": getattr(opts, "checks", None)}, row["flags"])
     res = kd.run(["eval", str(case), *device, *flags], opts.timeout, out)
-    row["eval"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
-    if res["json"] is None:
-        row["eval"]["error"] = "timed out" if res["timed_out"] else "no JSON: " + res["stderr_tail"][-300:]
+    row["eval"] = eval_row(res)
     message = (res["json"] or {}).get("message") or ""
     if (res["json"] or {}).get("status") == "invalid_input" and message.startswith(CUDA_ON_CPU):
         row["not_runnable"] = message  # CUDA the CPU emulation does not run (PTX, cuBLAS...)
@@ -223,10 +230,7 @@ def verify_repaired(row: dict, repaired: Path, kd: Kdebug, opts, out: Path) -> d
     device = ["--device", opts.device]
     flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes,
                                    "--checks": getattr(opts, "verify_checks", None)}, row["flags"])
-    res = kd.run(["eval", str(repaired), *device, *flags], opts.timeout, out)
-    row["verify"] = {**eval_fields(res["json"]), "exit": res["exit"], "seconds": res["seconds"]}
-    if res["json"] is None:
-        row["verify"]["error"] = "timed out" if res["timed_out"] else "no JSON: " + res["stderr_tail"][-300:]
+    row["verify"] = eval_row(kd.run(["eval", str(repaired), *device, *flags], opts.timeout, out))
     flags = _optional(kd, "check", {"--policy": opts.policy, "--sizes": getattr(opts, "check_sizes", None)},
                       row["flags"])
     res = kd.run(["check", str(repaired), *device, *flags], opts.timeout, out)
