@@ -282,6 +282,14 @@ class DeviceMemory:
         self.budget, self.used, self.running = budget, 0, 0
         self.cond = threading.Condition()
 
+    def need(self, reference: Path) -> int:
+        """What a task's checks are estimated to hold on the GPU (the whole budget when its inputs cannot
+        be sized without running it)."""
+        from debugger.sizes import check_memory_estimate
+
+        size = input_bytes(reference)
+        return check_memory_estimate(size) if size is not None else self.budget
+
     def hold(self, need: int):
         need = min(need, self.budget)
         outer = self
@@ -645,10 +653,7 @@ def verify_main(opts, argv) -> int:
         if memory is None:
             verify_repaired(row, folder, kd, opts, out)
         else:
-            from debugger.sizes import check_memory_estimate
-
-            size = input_bytes(folder / "reference.py")
-            with memory.hold(check_memory_estimate(size) if size is not None else memory.budget):
+            with memory.hold(memory.need(folder / "reference.py")):
                 verify_repaired(row, folder, kd, opts, out)
         with lock, rows_path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
@@ -705,10 +710,7 @@ def main(argv=None) -> int:
         if memory is None:
             row = run_answer(answer, case, kd, opts, out)
         else:
-            from debugger.sizes import check_memory_estimate
-
-            size = input_bytes(case / "reference.py")
-            need = check_memory_estimate(size) if size is not None else memory.budget
+            need = memory.need(case / "reference.py")
             with memory.hold(need):
                 if opts.deadline is not None and time.time() - t0 > opts.deadline:
                     return None

@@ -67,9 +67,9 @@ for _cls, _tag, _w in (
 NEEDS_FAMILY = {"normalization_formula": {"norm", "reduction", "softmax"}}
 
 # How much a located recipe site of a class counts, by recipe (generic recipes count less).
-# (variance_biased, scan_inclusive, int64_offsets, (cuda_)contiguous_inputs and gelu_variant also propose on
+# (variance_biased, scan_inclusive, int64_offsets, contiguous_inputs and gelu_variant also propose on
 # honest code, where the reference decides or the edit only hardens: little weight.)
-RECIPE_SITE_WEIGHT = {"int64_offsets": 0.1, "contiguous_inputs": 0.3, "cuda_contiguous_inputs": 0.3, "mask_padded_lanes": 0.5,
+RECIPE_SITE_WEIGHT = {"int64_offsets": 0.1, "contiguous_inputs": 0.3, "mask_padded_lanes": 0.5,
                       "activation_constant": 1.5, "scan_inclusive": 0.3, "output_dtype": 0.8,
                       "variance_biased": 0.3, "gelu_variant": 0.3}
 DEFAULT_SITE_WEIGHT = 1.0

@@ -430,6 +430,30 @@ LAYOUT_CHANGE = re.compile(r"\.(t|transpose|permute|mT|T|expand|expand_as|narrow
                            r"movedim|chunk|split|tensor_split|unbind|select|diagonal)\b|\[[^\]]*[:,][^\]]*\]")
 
 
+def relaid(s: Source, host: Node | None, call: Node, arg: Node) -> bool:
+    """The argument of `call` is (or names a variable of `host` set before the call to) a transpose,
+    permute, expand... view: a layout the callee's dense indexing does not take."""
+    if LAYOUT_CHANGE.search(text(arg)):
+        return True
+    if unparen(arg).type == "identifier" and host is not None:
+        defs = Deps(s, host).defs.get(text(unparen(arg)), [])
+        return any(LAYOUT_CHANGE.search(text(rhs)) and not text(rhs).rstrip().endswith(".contiguous()")
+                   for st, rhs in defs if st.start_byte < call.start_byte)
+    return False
+
+
+def made_contiguous(host: Node, name: str) -> bool:
+    """`host` already calls `name.contiguous(...)` somewhere."""
+    return any(n.type == "call" and text(n).replace(" ", "").startswith(f"{name}.contiguous(")
+               for n in walk(host))
+
+
+def contiguous_of(arg: Node) -> str:
+    """`arg.contiguous()`, parenthesised where the argument is an expression."""
+    return f"{text(arg)}.contiguous()" if unparen(arg).type in ("call", "attribute", "identifier") \
+        else f"({text(arg)}).contiguous()"
+
+
 class ContiguousInputs(Recipe):
     id = "contiguous_inputs"
     bug_classes = ("stride_layout",)
@@ -440,7 +464,7 @@ class ContiguousInputs(Recipe):
         edits = []
         for host in launch_hosts(s):
             names = [n for n in tensor_params(s, host)
-                     if not self._already(s, host, n) and not self._strided(s, host, n)]
+                     if not made_contiguous(host, n) and not self._strided(s, host, n)]
             if names:
                 at, indent = body_insert_point(host)
                 optional = self._optional(host)
@@ -450,11 +474,9 @@ class ContiguousInputs(Recipe):
         for launch in s.launches:
             k = s.kernel(launch.kernel)
             for pname, arg in launch.bind(k).items():
-                if is_pointer(k, pname) and self._relaid(s, launch, arg) and \
+                if is_pointer(k, pname) and relaid(s, launch.host, launch.call, arg) and \
                         not text(arg).rstrip().endswith(".contiguous()"):
-                    edits.append(Edit.replace(arg, f"({text(arg)}).contiguous()"
-                                              if unparen(arg).type not in ("call", "attribute", "identifier")
-                                              else f"{text(arg)}.contiguous()"))
+                    edits.append(Edit.replace(arg, contiguous_of(arg)))
         yield self.patch(s, edits, "make kernel inputs contiguous before the launch")
 
     @staticmethod
@@ -463,17 +485,6 @@ class ContiguousInputs(Recipe):
         return {p.name for p in params(host)
                 if (p.default is not None and text(p.default) == "None") or "Optional" in p.annotation
                 or "None" in p.annotation}
-
-    @staticmethod
-    def _relaid(s: Source, launch, arg: Node) -> bool:
-        """The argument is (or names a host variable set to) a transpose/permute/expand... view."""
-        if LAYOUT_CHANGE.search(text(arg)):
-            return True
-        if unparen(arg).type == "identifier" and launch.host is not None:
-            defs = Deps(s, launch.host).defs.get(text(unparen(arg)), [])
-            return any(LAYOUT_CHANGE.search(text(rhs)) and not text(rhs).rstrip().endswith(".contiguous()")
-                       for st, rhs in defs if st.start_byte < launch.call.start_byte)
-        return False
 
     @staticmethod
     def _strided(s: Source, host: Node, name: str) -> bool:
@@ -493,8 +504,3 @@ class ContiguousInputs(Recipe):
                 ndim = len(target_names(n.child_by_field_name("left"))) or None
         ndim = ndim or max(max(dims) + 1, 2)
         return dims >= set(range(ndim))
-
-    @staticmethod
-    def _already(s: Source, host: Node, name: str) -> bool:
-        return any(n.type == "call" and text(n).replace(" ", "").startswith(f"{name}.contiguous(")
-                   for n in walk(host))

@@ -279,9 +279,10 @@ def _verify_entry(report) -> dict:
 HARDEN_RECIPES = ("contiguous_inputs", "cuda_contiguous_inputs")
 
 
-def _layout_failures(report: dict) -> list[str]:
+def _failing(report: dict, kind: str | None = None) -> list[str]:
+    """The checks a report fails (of one kind, when given), skipped ones left out."""
     return [c["name"] for c in report.get("checks", [])
-            if c.get("kind") == "layout" and not c["passed"] and c["status"] != "skipped"]
+            if not c["passed"] and c["status"] != "skipped" and (kind is None or c.get("kind") == kind)]
 
 
 def harden(state: RepairState, runtime: Runtime[RunContext]) -> dict:
@@ -298,29 +299,27 @@ def harden(state: RepairState, runtime: Runtime[RunContext]) -> dict:
     src = state.get("candidate_src")
     if ctx.semantics != "kernelbench" or not v.get("passed") or not report or not src:
         return {}
-    before = _layout_failures(report)
+    before = _failing(report, "layout")
     if not before:
         return {}
+    was = len(_failing(report))
     patches = [p for p in propose_all(src, hints={"bug_class": "stride_layout"}, bug_classes=["stride_layout"])
                if p.recipe in HARDEN_RECIPES]
     for p in patches[:2]:
         ctx.say(f"  harden: {p.recipe} (layout checks failing: {', '.join(before)}) ...")
-        after = _full_evaluation(ctx, case_of(state, p.new_src), p.new_src)
-        left = _layout_failures(after.to_dict())
-        failing = sum(1 for c in after.checks if not c.passed and c.status != "skipped")
-        was = sum(1 for c in report.get("checks", []) if not c["passed"] and c["status"] != "skipped")
-        if not after.passed or len(left) >= len(before) or failing >= was:
-            ctx.say(f"  harden: {p.recipe} not kept ({after.message})")
+        after = _verify_entry(_full_evaluation(ctx, case_of(state, p.new_src), p.new_src))
+        left = _failing(after["report"], "layout")
+        if not after["passed"] or len(left) >= len(before) or len(_failing(after["report"])) >= was:
+            ctx.say(f"  harden: {p.recipe} not kept ({after['message']})")
             continue
         entry = {"iteration": state.get("iteration", 0), "origin": "harden", "recipe": p.recipe,
                  "bug_class": p.bug_class, "description": p.description, "outcome": "hardened",
-                 "status": after.status, "error_before": v.get("score"), "error_after": after.error_score(),
+                 "status": after["status"], "error_before": v.get("score"), "error_after": after["score"],
                  "message": f"layout checks failing: {', '.join(before)} -> {', '.join(left) or 'none'}",
                  "reverted": False, "prompt_tokens": 0, "completion_tokens": 0}
         ctx.say(f"  harden: kept ({entry['message']})")
-        return {"candidate_src": p.new_src, "best_src": p.new_src, "best_report": after.to_dict(),
-                "best_score": after.error_score(), "verify": _verify_entry(after),
-                "history": [*state.get("history", []), entry]}
+        return {"candidate_src": p.new_src, "best_src": p.new_src, "best_report": after["report"],
+                "best_score": after["score"], "verify": after, "history": [*state.get("history", []), entry]}
     return {}
 
 

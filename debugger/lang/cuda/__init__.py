@@ -106,9 +106,9 @@ def _dense_inputs_from_python(src: str) -> list[Fact]:
     refused. A description, not evidence: most real answers do this and are right on the task's inputs
     (only the layout checks tell), so the ranking gives it no weight."""
     from debugger.lang.cuda.recipes.contiguous import dense_inputs
-    from debugger.recipes.syntax import Source
+    from debugger.recipes.base import source_of
 
-    s = Source(src)
+    s = source_of(src)  # the parse the recipes share
     if not s.ok:
         return []
     at_top, relaid = dense_inputs(s)

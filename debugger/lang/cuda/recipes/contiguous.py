@@ -11,8 +11,8 @@ an argument re-laid inside it (`x.t()`, `x.permute(...)`, `x[:, ::2]`) is made c
 from __future__ import annotations
 
 from debugger.recipes.base import Recipe
-from debugger.recipes.pointers import LAYOUT_CHANGE
-from debugger.recipes.syntax import Deps, Source, body_insert_point, params
+from debugger.recipes.pointers import contiguous_of, made_contiguous, relaid
+from debugger.recipes.syntax import Source, body_insert_point, params
 from debugger.source.edits import Edit
 from debugger.source.tree import Node, call_args, text, unparen, walk
 
@@ -66,19 +66,15 @@ def dense_inputs(s: Source) -> tuple[dict[int, tuple[Node, list[str]]], list[Nod
             continue
         names = {p.name for p in params(host)} - {"self", "cls"}
         args, _ = call_args(call)
-        defs = Deps(s, host).defs
         for i in positions[_called_name(call)]:
             if i >= len(args):
                 continue
             arg = unparen(args[i])
             if text(arg).replace(" ", "").endswith(".contiguous()"):
                 continue
-            relaid = LAYOUT_CHANGE.search(text(arg)) or (arg.type == "identifier" and any(
-                LAYOUT_CHANGE.search(text(rhs)) and not text(rhs).rstrip().endswith(".contiguous()")
-                and st.start_byte < call.start_byte for st, rhs in defs.get(text(arg), [])))
-            if relaid:
+            if relaid(s, host, call, args[i]):
                 relaid_args.append(args[i])
-            elif arg.type == "identifier" and text(arg) in names and not _made_contiguous(host, text(arg)):
+            elif arg.type == "identifier" and text(arg) in names and not made_contiguous(host, text(arg)):
                 entry = at_top.setdefault(host.start_byte, (host, []))
                 if text(arg) not in entry[1]:
                     entry[1].append(text(arg))
@@ -99,17 +95,9 @@ class CudaContiguousInputs(Recipe):
         at_top, relaid_args = dense_inputs(s)
         edits = []
         for arg in relaid_args:
-            inner = unparen(arg)
-            edits.append(Edit.replace(arg, f"{text(inner)}.contiguous()"
-                                      if inner.type in ("call", "attribute", "identifier")
-                                      else f"({text(inner)}).contiguous()"))
+            edits.append(Edit.replace(arg, contiguous_of(arg)))
         for host, names in at_top.values():
             at, indent = body_insert_point(host)
             edits.append(Edit.insert(at, "".join(f"{indent}{n} = {n}.contiguous()\n" for n in names)))
         if edits:
             yield self.patch(s, edits, "make the tensors the extension reads contiguous where they enter it")
-
-
-def _made_contiguous(host: Node, name: str) -> bool:
-    return any(n.type == "call" and text(n).replace(" ", "").startswith(f"{name}.contiguous(")
-               for n in walk(host))
