@@ -298,6 +298,89 @@ def _scale_shift(x, w):
     batch = torch.arange(n, device=x.device).view(-1, 1, 1).float()
     return x * w.view(1, -1, 1) + pos + batch
 
+# -- the first slice only: a guard on one factor of a fused block axis; an index fixed at 0 ----------
+FUSED_Y = '''
+__global__ void channel_scale(const float* x, const float* w, float* y, int batch, int channels, int hw) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int bc = blockIdx.y;
+    if (i >= hw || bc >= channels) return;
+    int b = bc / channels;
+    int c = bc % channels;
+    y[(b * channels + c) * hw + i] = x[(b * channels + c) * hw + i] * w[c];
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::zeros_like(x);
+    int batch = x.size(0), channels = x.size(1), hw = x.size(2);
+    dim3 grid((hw + 127) / 128, batch * channels);
+    channel_scale<<<grid, 128>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), batch, channels, hw);
+    return y;
+}
+'''
+
+FUSED_Z = '''
+__global__ void head_sum(const float* x, const float* w, float* y, int batch_size, int heads, int len) {
+    int bh = blockIdx.z;
+    if (bh < heads && threadIdx.x == 0) {
+        int n = blockIdx.z / heads;
+        int h = blockIdx.z % heads;
+        float s = 0.0f;
+        for (int k = 0; k < len; ++k) {
+            s += x[(n * heads + h) * len + k];
+        }
+        y[n * heads + h] = s * w[h];
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::zeros({x.size(0), x.size(1)}, x.options());
+    dim3 grid(1, 1, x.size(0) * x.size(1));
+    head_sum<<<grid, 32>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), x.size(0), x.size(1),
+                           x.size(2));
+    return y;
+}
+'''
+
+BATCH_BIAS = '''
+__global__ void add_bias(const float* x, const float* w, float* y, int batch_size, int channels, int hw) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= channels * hw) return;
+    int c = idx / hw;
+    int n = 0;  // one sample at a time
+    y[n * channels * hw + idx] = x[n * channels * hw + idx] + w[c];
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::zeros_like(x);
+    int batch_size = x.size(0), channels = x.size(1), hw = x.size(2);
+    add_bias<<<(channels * hw + 255) / 256, 256>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(),
+                                                   batch_size, channels, hw);
+    return y;
+}
+'''
+
+BATCH_ROWMAX = '''
+__global__ void row_max(const float* x, const float* w, float* y, int batch, int rows, int len) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        int batch_idx = 0;
+        float m = -1e30f;
+        for (int k = 0; k < len; ++k) {
+            m = fmaxf(m, x[(batch_idx * rows + r) * len + k]);
+        }
+        y[batch_idx * rows + r] = m * w[r];
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::zeros({x.size(0), x.size(1)}, x.options());
+    int rows = x.size(1);
+    row_max<<<(rows + 63) / 64, 64>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), x.size(0), rows,
+                                      x.size(2));
+    return y;
+}
+'''
+
 
 def _stack(first, second):
     import torch
@@ -334,6 +417,14 @@ CASES = {
     "float_acc_matvec": Case("cuda_float_accumulator", "cuda_half_accumulator", HALF_MATVEC,
                              lambda: (_rand(65, 16384), _rand(16384)), lambda a, v: (a.float() @ v.float()).half(),
                              "matvec", atol=0.5),
+    "fused_guard_y": Case("cuda_fused_axis_guard", "cuda_guard_on_fused_axis", FUSED_Y,
+                          lambda: (_randn(4, 6, 300), _randn(6)), lambda x, w: x * w[None, :, None], "channel_scale"),
+    "fused_guard_z": Case("cuda_fused_axis_guard", "cuda_guard_on_fused_axis", FUSED_Z,
+                          lambda: (_randn(3, 5, 40), _randn(5)), lambda x, w: x.sum(-1) * w[None, :], "head_sum"),
+    "batch_loop_bias": Case("cuda_batch_loop", "cuda_index_fixed_at_zero", BATCH_BIAS,
+                            lambda: (_randn(4, 6, 50), _randn(6)), lambda x, w: x + w[None, :, None], "add_bias"),
+    "batch_loop_rowmax": Case("cuda_batch_loop", "cuda_index_fixed_at_zero", BATCH_ROWMAX,
+                              lambda: (_randn(3, 70, 33), _randn(70)), lambda x, w: x.amax(-1) * w[None, :], "row_max"),
 }
 IDS = list(CASES)
 

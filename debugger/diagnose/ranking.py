@@ -57,6 +57,7 @@ for _cls, _tag, _w in (
         ("reduction_axis", "cuda_partials_not_combined", 2.5), ("write_race", "cuda_block_partials_race", 2.5),
         ("write_race", "cuda_shared_no_sync", 2.0), ("unwritten_output", "cuda_index_divided_in_place", 3.0),
         ("unwritten_output", "cuda_atomic_uninitialised_output", 2.0),
+        ("unwritten_output", "cuda_guard_on_fused_axis", 3.0), ("grid_undercount", "cuda_index_fixed_at_zero", 3.0),
         ("low_precision_accumulator", "cuda_half_accumulator", 3.0), ("index_overflow", "cuda_int32_index", 0.3),
         ("train_eval_mode", "cuda_reads_running_stats", 2.5)):
     WEIGHTS.setdefault(_cls, {})[_tag] = _w

@@ -20,6 +20,8 @@ host_facts.py. Tags are prefixed `cuda_` so they never collide with the Triton o
 - cuda_uses_atomics: atomics in the kernel (context, no class of its own).
 - cuda_reads_running_stats: running_mean/running_var read (never updated) by the kernel, or handed to
   the extension from Python, with no `self.training` branch: eval-mode BatchNorm in a train-mode run.
+- cuda_guard_on_fused_axis / cuda_index_fixed_at_zero (coverage.py): the kernel's own code limits it to
+  the first slice (batch element) of what it was launched over.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from tree_sitter import Node
 
 from debugger.lang import Fact
 from debugger.lang.cuda.access import Access, accesses, covered, guards, inside, loops
+from debugger.lang.cuda.coverage import coverage_facts
 from debugger.lang.cuda.unit import BLOCK, SYNC, THREAD, Function, call_args, identifiers
 from debugger.source.tree import ancestors, text, unparen, walk
 
@@ -350,4 +353,5 @@ def kernel_facts(fn: Function, combined, python: str = "") -> list[Fact]:
     without its strings, `combined(fn, pointer)` says whether per-block partials are combined."""
     acc = accesses(fn)
     return (unguarded(fn, acc) + divided_in_place(fn, acc) + shared_no_sync(fn, acc) + half_accumulator(fn)
-            + block_partials(fn, acc, combined) + atomics(fn, acc) + running_stats(fn, acc, python))
+            + block_partials(fn, acc, combined) + atomics(fn, acc) + running_stats(fn, acc, python)
+            + coverage_facts(fn))

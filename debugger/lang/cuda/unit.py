@@ -39,6 +39,15 @@ def identifiers(node: Node | None) -> set[str]:
     return {text(n) for n in walk(node) if n.type == "identifier"}
 
 
+INT_TYPE = re.compile(r"^(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|long\s+long|short|size_t|"
+                      r"u?int(?:8|16|32|64)_t|int64_t|index_t|unsigned)$")
+
+
+def int_params(fn: "Function") -> list[str]:
+    """The function's integer scalar parameters, in order."""
+    return [p.name for p in fn.params if not p.pointer and INT_TYPE.match(re.sub(r"\s+", " ", p.type.strip()))]
+
+
 def call_args(call: Node) -> list[Node]:
     """The argument expressions of a call (none for a call without an argument list)."""
     args = call.child_by_field_name("arguments")

@@ -16,6 +16,8 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_combine_partials | cuda_partials_not_combined | reduction_axis |
 | cuda_block_stride_row | cuda_block_smaller_than_row | reduction_axis |
 | cuda_contiguous_inputs | (the layout checks fail) | stride_layout |
+| cuda_fused_axis_guard | cuda_guard_on_fused_axis | unwritten_output |
+| cuda_batch_loop | cuda_index_fixed_at_zero | grid_undercount |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
@@ -25,6 +27,7 @@ from __future__ import annotations
 from debugger.lang.cuda.recipes.batchnorm import CudaBatchNormBatchStats
 from debugger.lang.cuda.recipes.bounds import CudaBoundsCheck
 from debugger.lang.cuda.recipes.contiguous import CudaContiguousInputs
+from debugger.lang.cuda.recipes.coverage import CudaBatchLoop, CudaFusedAxisGuard
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.grid import CudaCeilDivGrid, CudaGridStrideLoop
 from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
@@ -34,8 +37,8 @@ from debugger.lang.cuda.recipes.sync import CudaSyncThreads
 
 RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
            CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(), CudaCombinePartials(),
-           CudaBlockStrideRow(), CudaContiguousInputs()]
+           CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop()]
 
-__all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchNormBatchStats", "CudaBlockStrideRow", "CudaBoundsCheck",
-           "CudaCeilDivGrid", "CudaCombinePartials", "CudaContiguousInputs", "CudaDecodeOnCopy", "CudaFloatAccumulator", "CudaGridStrideLoop",
-           "CudaSyncThreads"]
+__all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchLoop", "CudaBatchNormBatchStats", "CudaBlockStrideRow",
+           "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials", "CudaContiguousInputs", "CudaDecodeOnCopy",
+           "CudaFloatAccumulator", "CudaFusedAxisGuard", "CudaGridStrideLoop", "CudaSyncThreads"]

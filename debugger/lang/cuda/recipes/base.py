@@ -13,15 +13,13 @@ from typing import Iterable, Iterator
 from tree_sitter import Node
 
 from debugger.lang.cuda.splice import UnitSplice, error_count
-from debugger.lang.cuda.unit import SYNC, Function, Unit
+from debugger.lang.cuda.unit import SYNC, Function, Unit, int_params
 from debugger.recipes.base import Patch, Recipe
 from debugger.recipes.syntax import Source
 from debugger.source.tree import text, walk
 
 UnitEdit = tuple[int, int, str]
 INDENT = "    "
-INT_TYPE = re.compile(r"^(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|long\s+long|short|size_t|"
-                      r"u?int(?:8|16|32|64)_t|int64_t|index_t|unsigned)$")
 SIZE_LIKE = re.compile(r"^(n|N|numel|size|total|count|num|len|length|elements)$|^(n|num|total)_|"
                        r"(numel|elements|_size|_count|_len|_total|total)$", re.I)
 ROWS_LIKE = re.compile(r"^(M|rows?|h|H|height|B|batch)$|_?rows$|^(n|num)_?rows", re.I)
@@ -115,11 +113,6 @@ def syncs_in(fn: Function, nodes: list[Node]) -> bool:
 
 
 # -- sizes ---------------------------------------------------------------------------------------------
-def int_params(fn: Function) -> list[str]:
-    """The kernel's integer scalar parameters, in order."""
-    return [p.name for p in fn.params if not p.pointer and INT_TYPE.match(re.sub(r"\s+", " ", p.type.strip()))]
-
-
 def axis_of(fn: Function, name: str) -> str | None:
     """x, y or z: the threadIdx axis a thread-derived name is built from (None: several or none)."""
     axes = set()

@@ -37,10 +37,13 @@ def ceil_division(div: Node) -> str:
 
 
 def drop_statement(data: bytes, stmt: Node) -> UnitEdit:
-    """Delete a statement, with its line when it has the line to itself."""
+    """Delete a statement, with its line when it has the line to itself (a `//` comment after it on
+    that line goes with it)."""
     end = stmt.end_byte
-    if starts_line(data, stmt.start_byte) and data[end:end + 1] == b"\n":
-        return line_start(data, stmt.start_byte), end + 1, ""
+    eol = data.find(b"\n", end)
+    tail = data[end:eol if eol >= 0 else len(data)].strip()
+    if starts_line(data, stmt.start_byte) and eol >= 0 and (not tail or tail.startswith(b"//")):
+        return line_start(data, stmt.start_byte), eol + 1, ""
     return stmt.start_byte, end, ""
 
 
