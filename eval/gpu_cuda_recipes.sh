@@ -5,7 +5,7 @@
 # kdebug on the GPU (tests/test_kb_patterns.py: before fails, after passes, the recipe repairs it).
 #
 #   here, once:        bash eval/gpu_cuda_recipes.sh wheels     # pytest + xdist wheels into .whl/test/
-#   on the GPU:        OUT=$OUT bash eval/gpu_cuda_recipes.sh   # carry .whl; log in $OUT/cuda_recipes.log
+#   on the GPU:        OUT=$OUT [K="pytest -k expression"] bash eval/gpu_cuda_recipes.sh   # carry .whl; log in $OUT/cuda_recipes.log
 #
 # kdebug's own dependencies come from .whl/*.whl (eval/gpu_wheels.sh), installed beside the machine's
 # torch into /tmp/site as eval/gpu_real_pool.sh does; the checkout itself is on PYTHONPATH.
@@ -32,7 +32,7 @@ export KDEBUG_TIMEOUT="${KDEBUG_TIMEOUT:-240}" KDEBUG_FAILURE_LOG="${KDEBUG_FAIL
 PARALLEL=()
 python3 -c "import xdist" 2>/dev/null && PARALLEL=(-n "${WORKERS:-6}")
 timeout "${DEADLINE:-570}" python3 -m pytest -v -rA --tb=short -p no:cacheprovider -m gpu "${PARALLEL[@]}" \
-  tests/test_cuda_recipes.py tests/test_kb_patterns.py -k "cuda" >> "$LOG" 2>&1
+  tests/test_cuda_recipes.py tests/test_kb_patterns.py -k "${K:-cuda}" >> "$LOG" 2>&1
 rc=$?
 tail -c 4000 "$LOG"
 exit $rc
