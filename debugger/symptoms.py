@@ -95,6 +95,7 @@ CUDA_STATIC = {
     "cuda_block_capped": "the CUDA block is capped (1024 threads) and the kernel has no block-stride loop",
     "cuda_index_divided_in_place": "a CUDA index divided in place while decoding, then used as the offset",
     "cuda_guard_on_fused_axis": "a CUDA guard bounds a fused block axis (batch x channels) by one factor only",
+    "cuda_tanh_gelu": "a CUDA kernel computes GELU by its tanh approximation (0.044715), not exact erf GELU",
     "cuda_index_fixed_at_zero": "a CUDA index fixed at 0 (one batch element) while its bound is never read",
     "cuda_shared_no_sync": "CUDA shared memory written and read by other threads with no __syncthreads between",
     "cuda_partials_not_combined": "one partial per CUDA block is stored and never combined",

@@ -381,6 +381,43 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 }
 '''
 
+# -- activation_formula: GELU by its tanh approximation where the reference's is exact -----------------
+GELU_INLINE = '''
+__global__ void scaled_gelu(const float* x, const float* w, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i] * w[0];
+        y[i] = 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    scaled_gelu<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+'''
+
+GELU_DEVICE = '''
+__device__ __forceinline__ float gelu(float x) { const float c = 0.044715f; float inner = 0.7978845608f * (x + c * x * x * x); return 0.5f * x * (1.0f + tanhf(inner)); }
+
+__global__ void bias_gelu(const float* x, const float* w, float* y, int rows, int cols) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows * cols) {
+        y[i] = gelu(x[i] + w[i % cols]);
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    auto y = torch::empty_like(x);
+    int rows = x.size(0), cols = x.size(1);
+    bias_gelu<<<(rows * cols + 255) / 256, 256>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(),
+                                                  rows, cols);
+    return y;
+}
+'''
+
 
 def _stack(first, second):
     import torch
@@ -425,6 +462,12 @@ CASES = {
                             lambda: (_randn(4, 6, 50), _randn(6)), lambda x, w: x + w[None, :, None], "add_bias"),
     "batch_loop_rowmax": Case("cuda_batch_loop", "cuda_index_fixed_at_zero", BATCH_ROWMAX,
                               lambda: (_randn(3, 70, 33), _randn(70)), lambda x, w: x.amax(-1) * w[None, :], "row_max"),
+    "exact_gelu_inline": Case("cuda_exact_gelu", "cuda_tanh_gelu", GELU_INLINE,
+                              lambda: (_randn(4096), 3 + _randn(1).abs()),
+                              lambda x, w: __import__("torch").nn.functional.gelu(x * w[0]), "scaled_gelu"),
+    "exact_gelu_device": Case("cuda_exact_gelu", "cuda_tanh_gelu", GELU_DEVICE,
+                              lambda: (3 * _randn(64, 96), _randn(96)),
+                              lambda x, w: __import__("torch").nn.functional.gelu(x + w[None, :]), "gelu"),
 }
 IDS = list(CASES)
 

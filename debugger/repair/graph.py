@@ -41,8 +41,8 @@ def after_propose(state: RepairState) -> Literal["apply", "finish"]:
 
 
 def after_guard(state: RepairState) -> Literal["harden", "finish", "diagnose", "propose"]:
-    """Verified fixes go to the gate (through harden: layouts the pipeline's verdict does not draw); a
-    fired guard stops; a better version is re-diagnosed."""
+    """Verified fixes go to the gate (through harden: layouts and tolerances the pipeline's verdict does
+    not hold them to); a fired guard stops; a better version is re-diagnosed."""
     if (state.get("verify") or {}).get("passed"):
         return "harden"
     if state.get("stop"):

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from debugger.lang import Fact, Kernel, Launch
 from debugger.lang.cuda.facts import kernel_facts
+from debugger.lang.cuda.formulas import tanh_gelu_facts
 from debugger.lang.cuda.host_facts import combines, launch_facts
 from debugger.lang.cuda.recipes import RECIPES
 from debugger.lang.cuda.sources import find_sources, python_code
@@ -66,6 +67,9 @@ class Cuda:
         for u in all_units:
             for k in u.kernels:
                 facts += kernel_facts(k, lambda fn, ptr, _u=u: combines(_u, fn, ptr, python), python)
+            for fn in u.functions:
+                if fn.kind != "host":
+                    facts += tanh_gelu_facts(fn)
             for ln in u.launches:
                 facts += launch_facts(u, ln, _kernel(all_units, ln.kernel))
         if not any(f.tag == "cuda_reads_running_stats" for f in facts):

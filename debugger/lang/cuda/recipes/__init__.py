@@ -18,6 +18,7 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_contiguous_inputs | (the layout checks fail) | stride_layout |
 | cuda_fused_axis_guard | cuda_guard_on_fused_axis | unwritten_output |
 | cuda_batch_loop | cuda_index_fixed_at_zero | grid_undercount |
+| cuda_exact_gelu | cuda_tanh_gelu (descriptive) | activation_formula |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
@@ -29,6 +30,7 @@ from debugger.lang.cuda.recipes.bounds import CudaBoundsCheck
 from debugger.lang.cuda.recipes.contiguous import CudaContiguousInputs
 from debugger.lang.cuda.recipes.coverage import CudaBatchLoop, CudaFusedAxisGuard
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
+from debugger.lang.cuda.recipes.gelu import CudaExactGelu
 from debugger.lang.cuda.recipes.grid import CudaCeilDivGrid, CudaGridStrideLoop
 from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
 from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
@@ -37,8 +39,9 @@ from debugger.lang.cuda.recipes.sync import CudaSyncThreads
 
 RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
            CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(), CudaCombinePartials(),
-           CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop()]
+           CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
+           CudaExactGelu()]
 
 __all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchLoop", "CudaBatchNormBatchStats", "CudaBlockStrideRow",
            "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials", "CudaContiguousInputs", "CudaDecodeOnCopy",
-           "CudaFloatAccumulator", "CudaFusedAxisGuard", "CudaGridStrideLoop", "CudaSyncThreads"]
+           "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard", "CudaGridStrideLoop", "CudaSyncThreads"]
