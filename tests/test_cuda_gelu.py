@@ -2,15 +2,12 @@
 real answers in ../shared/real/kernelbench-fork do it: inside KernelBench's 1e-2, outside kdebug's
 kernel tolerance), and the repair graph's `harden` step that applies it to a KernelBench repair. Kernels of
 the tests' own (tests/test_cuda_recipes.py runs two more on a GPU)."""
-import textwrap
-
 from debugger import lang
-from debugger.evaluate import evaluate
 from debugger.lang.cuda import units
 from debugger.lang.cuda.formulas import tanh_gelus
 from debugger.recipes import RECIPES
 from tests.test_cuda_recipes import GELU_DEVICE, GELU_INLINE, candidate
-from tests.test_real_param_init import AS_MODEL, CANDIDATE
+from tests.test_real_param_init import AS_MODEL, CANDIDATE, REFERENCE
 
 CUDA = lang.get("cuda")
 
@@ -70,25 +67,8 @@ def test_tanh_without_the_coefficient_and_a_variable_reassigned_after_are_read_r
     assert g.replacement == "erff(val * 0.70710678118654752f)"
 
 
-GELU_REFERENCE = textwrap.dedent('''
-    import torch
-    import torch.nn as nn
-
-    class Model(nn.Module):
-        def __init__(self, i, o):
-            super().__init__()
-            self.gemm = nn.Linear(i, o)
-            self.scale = nn.Parameter(torch.randn(o))
-
-        def forward(self, x):
-            return torch.nn.functional.gelu(self.gemm(x) * self.scale)
-
-    def get_inputs():
-        return [torch.randn(8, 32)]
-
-    def get_init_inputs():
-        return [32, 16]
-''')
+GELU_REFERENCE = REFERENCE.replace("return self.gemm(x) * self.scale",
+                                   "return torch.nn.functional.gelu(self.gemm(x) * self.scale)")
 
 
 def test_harden_makes_a_kernelbench_pass_exact_and_dense(monkeypatch, tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import difflib
 import time
-from dataclasses import replace
 
 from langgraph.runtime import Runtime
 
