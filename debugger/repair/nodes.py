@@ -290,7 +290,8 @@ def _stage_failing(report: dict, stage: str) -> list[str]:
     """The kernel checks a harden stage answers: the layouts, or every other kernel check (values)."""
     if stage == "layout":
         return _failing(report, "layout")
-    return [n for n in _failing(report) if n not in _failing(report, "layout") and n not in _failing(report, "kernelbench")]
+    other = set(_failing(report, "layout")) | set(_failing(report, "kernelbench"))
+    return [n for n in _failing(report) if n not in other]
 
 
 def harden(state: RepairState, runtime: Runtime[RunContext]) -> dict:

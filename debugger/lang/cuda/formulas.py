@@ -40,15 +40,9 @@ class TanhGelu:
             f"{self.erf}({x} * 0.70710678118654752)"
 
 
-def _unit_values(fn: Function, name: str) -> list[Node]:
-    """Initialisers of `name` anywhere in the unit (namespace constants included)."""
-    out = []
-    for d in walk(fn.unit.root):
-        if d.type == "init_declarator" and text(d.child_by_field_name("declarator")).split()[-1] == name:
-            value = d.child_by_field_name("value")
-            if value is not None:
-                out.append(value)
-    return out
+def _values(fn: Function, name: str) -> list[Node]:
+    """What `name` is defined as: in the function, else anywhere in the unit (namespace constants)."""
+    return fn.defs.get(name, []) or fn.unit.initialisers.get(name, [])
 
 
 def _constant(fn: Function, node: Node, depth: int = 0) -> bool:
@@ -56,9 +50,9 @@ def _constant(fn: Function, node: Node, depth: int = 0) -> bool:
     for n in walk(node):
         if n.type == "identifier":
             name = text(n)
-            values = fn.defs.get(name, []) or _unit_values(fn, name)
             if name in fn.unit.macros:
                 continue
+            values = _values(fn, name)
             if depth >= _MAX_DEPTH or not values or not all(_constant(fn, v, depth + 1) for v in values):
                 return False
     return True
@@ -74,7 +68,7 @@ def is_coefficient(fn: Function, node: Node, depth: int = 0) -> bool:
             name = text(n)
             if COEFF.match(fn.unit.macros.get(name, "").strip("() ")):
                 return True
-            values = fn.defs.get(name, []) or _unit_values(fn, name)
+            values = _values(fn, name)
             if values and all(_constant(fn, v) for v in values) and \
                     any(is_coefficient(fn, v, depth + 1) for v in values):
                 return True

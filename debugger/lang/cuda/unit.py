@@ -317,6 +317,16 @@ class Unit:
                 for n in walk(self.root) if n.type == "preproc_def" and n.child_by_field_name("value") is not None}
 
     @cached_property
+    def initialisers(self) -> dict[str, list[Node]]:
+        """name -> the values it is initialised with anywhere in the unit (namespace constants included)."""
+        out: dict[str, list[Node]] = {}
+        for d in walk(self.root):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if value is not None:
+                out.setdefault(text(d.child_by_field_name("declarator")).split()[-1], []).append(value)
+        return out
+
+    @cached_property
     def pybind_exports(self) -> dict[str, str]:
         """pybind11 `m.def("name", &fn)`: exported name -> host function name."""
         out = {}

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from debugger.lang.cuda.coverage import bound_choices, fixed_zero_indices, fused_axis_guards
 from debugger.lang.cuda.recipes.base import CudaRecipe, UnitEdit, statements, wrap_rest
-from debugger.lang.cuda.recipes.grid import drop_statement
+from debugger.lang.cuda.recipes.grid import SIMPLE, drop_statement
 from debugger.lang.cuda.unit import Function, Unit, identifiers
 from debugger.source.tree import text, walk
 
-_SIMPLE = ("identifier", "number_literal", "field_expression", "call_expression", "parenthesized_expression")
 SLICE_SYMPTOMS = ("slices_unwritten", "never_written", "mostly_unwritten")
 
 
@@ -30,7 +29,7 @@ class CudaFusedAxisGuard(CudaRecipe):
         for fn in unit.kernels:
             for guard in fused_axis_guards(fn):
                 extent = text(guard.extent)
-                factor = extent if guard.extent.type in _SIMPLE else f"({extent})"
+                factor = extent if guard.extent.type in SIMPLE else f"({extent})"
                 bounds = bound_choices(fn, guard.quotient, identifiers(guard.extent)) if guard.quotient else []
                 for bound in [f"{factor} * {p}" for p in bounds[:2]] + [f"gridDim.{guard.axis}"]:
                     yield ([(guard.extent.start_byte, guard.extent.end_byte, bound)],

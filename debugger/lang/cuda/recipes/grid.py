@@ -23,7 +23,7 @@ from debugger.lang.cuda.recipes.bounds import guard_edits
 from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers
 from debugger.source.tree import text, unparen, walk
 
-_SIMPLE = ("identifier", "number_literal", "call_expression", "field_expression", "parenthesized_expression",
+SIMPLE = ("identifier", "number_literal", "call_expression", "field_expression", "parenthesized_expression",
            "subscript_expression")
 
 
@@ -31,8 +31,8 @@ def ceil_division(div: Node) -> str:
     """`(a + b - 1) / b` for the floor division `a / b`."""
     left, right = div.child_by_field_name("left"), div.child_by_field_name("right")
     additive = left.type == "binary_expression" and text(left.child_by_field_name("operator")) in "*/%+-"
-    a = text(left) if left.type in _SIMPLE or additive else f"({text(left)})"
-    b = text(right) if right.type in _SIMPLE else f"({text(right)})"
+    a = text(left) if left.type in SIMPLE or additive else f"({text(left)})"
+    b = text(right) if right.type in SIMPLE else f"({text(right)})"
     return f"({a} + {b} - 1) / {b}"
 
 
