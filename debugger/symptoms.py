@@ -97,6 +97,10 @@ CUDA_STATIC = {
     "cuda_guard_on_fused_axis": "a CUDA guard bounds a fused block axis (batch x channels) by one factor only",
     "cuda_tanh_gelu": "a CUDA kernel computes GELU by its tanh approximation (0.044715), not exact erf GELU",
     "cuda_index_fixed_at_zero": "a CUDA index fixed at 0 (one batch element) while its bound is never read",
+    "cuda_transposed_taps_flipped": "a CUDA transposed convolution's gather reads flipped taps (K - 1 - k) or adds "
+                                    "the padding twice",
+    "cuda_transposed_weight_out_major": "a CUDA transposed convolution reads its weight out-channel major, a "
+                                        "convolution's layout",
     "cuda_shared_no_sync": "CUDA shared memory written and read by other threads with no __syncthreads between",
     "cuda_partials_not_combined": "one partial per CUDA block is stored and never combined",
     "cuda_block_partials_race": "CUDA blocks store their partials to one element without atomics",

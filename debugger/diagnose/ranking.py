@@ -59,7 +59,10 @@ for _cls, _tag, _w in (
         ("unwritten_output", "cuda_atomic_uninitialised_output", 2.0),
         ("unwritten_output", "cuda_guard_on_fused_axis", 3.0), ("grid_undercount", "cuda_index_fixed_at_zero", 3.0),
         ("low_precision_accumulator", "cuda_half_accumulator", 3.0), ("index_overflow", "cuda_int32_index", 0.3),
-        ("train_eval_mode", "cuda_reads_running_stats", 2.5)):
+        ("train_eval_mode", "cuda_reads_running_stats", 2.5),
+        ("operator_misread", "cuda_transposed_taps_flipped", 3.0),
+        # right where the weight is declared (out, in, k...) and given the reference's values transposed
+        ("operator_misread", "cuda_transposed_weight_out_major", 1.0)):
     WEIGHTS.setdefault(_cls, {})[_tag] = _w
 
 # Classes whose bug needs an operation of the reference to live in: a normalisation formula needs a

@@ -22,6 +22,8 @@ host_facts.py. Tags are prefixed `cuda_` so they never collide with the Triton o
   the extension from Python, with no `self.training` branch: eval-mode BatchNorm in a train-mode run.
 - cuda_guard_on_fused_axis / cuda_index_fixed_at_zero (coverage.py): the kernel's own code limits it to
   the first slice (batch element) of what it was launched over.
+- cuda_transposed_taps_flipped / cuda_transposed_weight_out_major (transposed.py): a gather-form
+  transposed convolution read with the convolution-equivalent rewrite's conventions.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from tree_sitter import Node
 from debugger.lang import Fact
 from debugger.lang.cuda.access import Access, accesses, covered, guards, inside, loops
 from debugger.lang.cuda.coverage import coverage_facts
+from debugger.lang.cuda.transposed import transposed_facts
 from debugger.lang.cuda.unit import BLOCK, SYNC, THREAD, Function, call_args, identifiers
 from debugger.source.tree import ancestors, text, unparen, walk
 
@@ -354,4 +357,4 @@ def kernel_facts(fn: Function, combined, python: str = "") -> list[Fact]:
     acc = accesses(fn)
     return (unguarded(fn, acc) + divided_in_place(fn, acc) + shared_no_sync(fn, acc) + half_accumulator(fn)
             + block_partials(fn, acc, combined) + atomics(fn, acc) + running_stats(fn, acc, python)
-            + coverage_facts(fn))
+            + coverage_facts(fn) + transposed_facts(fn))

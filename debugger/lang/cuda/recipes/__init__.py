@@ -19,6 +19,7 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_fused_axis_guard | cuda_guard_on_fused_axis | unwritten_output |
 | cuda_batch_loop | cuda_index_fixed_at_zero | grid_undercount |
 | cuda_exact_gelu | cuda_tanh_gelu (descriptive) | activation_formula |
+| cuda_transposed_conv_weight | cuda_transposed_taps_flipped / _weight_out_major | operator_misread |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
@@ -36,12 +37,14 @@ from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombineP
 from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
 from debugger.lang.cuda.recipes.rowloop import CudaBlockStrideRow
 from debugger.lang.cuda.recipes.sync import CudaSyncThreads
+from debugger.lang.cuda.recipes.transposed import CudaTransposedConvWeight
 
 RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
            CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(), CudaCombinePartials(),
            CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
-           CudaExactGelu()]
+           CudaExactGelu(), CudaTransposedConvWeight()]
 
 __all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchLoop", "CudaBatchNormBatchStats", "CudaBlockStrideRow",
            "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials", "CudaContiguousInputs", "CudaDecodeOnCopy",
-           "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard", "CudaGridStrideLoop", "CudaSyncThreads"]
+           "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard", "CudaGridStrideLoop", "CudaSyncThreads",
+           "CudaTransposedConvWeight"]
