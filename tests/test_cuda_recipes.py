@@ -419,10 +419,164 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 '''
 
 
+# -- transposed convolutions as a gather, read with the convolution rewrite's conventions -------------------
+DECONV_TAPS_1D = '''
+__global__ void deconv1d(const float* x, const float* w, float* y, int batch, int c_in, int c_out, int len_in,
+                         int len_out, int taps, int stride, int pad) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= batch * c_out * len_out) return;
+    int t = idx % len_out;
+    int co = (idx / len_out) % c_out;
+    int n = idx / (len_out * c_out);
+    float acc = 0.0f;
+    for (int ci = 0; ci < c_in; ++ci) {
+        for (int k = 0; k < taps; ++k) {
+            int p = t + 2 * pad - k;
+            if (p % stride != 0) continue;
+            p /= stride;
+            if (p < 0 || p >= len_in) continue;
+            acc += x[(n * c_in + ci) * len_in + p] * w[(ci * c_out + co) * taps + (taps - 1 - k)];
+        }
+    }
+    y[idx] = acc;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int batch = x.size(0), c_in = x.size(1), len_in = x.size(2), c_out = w.size(1), taps = w.size(2);
+    int stride = 2, pad = 1;
+    int len_out = (len_in - 1) * stride - 2 * pad + taps;
+    auto y = torch::empty({batch, c_out, len_out}, x.options());
+    int total = batch * c_out * len_out;
+    deconv1d<<<(total + 127) / 128, 128>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), batch, c_in,
+                                           c_out, len_in, len_out, taps, stride, pad);
+    return y;
+}
+'''
+
+DECONV_TAPS_2D = '''
+__global__ void deconv2d(const float* x, const float* w, float* y, int in_ch, int out_ch, int h, int w_in, int oh,
+                         int ow, int kh_size, int kw_size, int pad, int stride) {
+    int n = blockIdx.z / out_ch;
+    int oc = blockIdx.z % out_ch;
+    int pix = blockIdx.x * blockDim.x + threadIdx.x;
+    if (pix >= oh * ow) return;
+    int oy = pix / ow, ox = pix % ow;
+    float s = 0.0f;
+    for (int ic = 0; ic < in_ch; ++ic)
+        for (int i = 0; i < kh_size; ++i)
+            for (int j = 0; j < kw_size; ++j) {
+                int iy = oy + pad - i;
+                int ix = ox + pad - j;
+                if (iy % stride || ix % stride) continue;
+                iy /= stride;
+                ix /= stride;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w_in) continue;
+                s += x[((n * in_ch + ic) * h + iy) * w_in + ix] *
+                     w[((ic * out_ch + oc) * kh_size + (kh_size - i - 1)) * kw_size + (kw_size - j - 1)];
+            }
+    y[(blockIdx.z * oh + oy) * ow + ox] = s;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int n = x.size(0), in_ch = x.size(1), h = x.size(2), w_in = x.size(3);
+    int out_ch = w.size(1), kh = w.size(2), kw = w.size(3), stride = 2, pad = 1;
+    int oh = (h - 1) * stride - 2 * pad + kh, ow = (w_in - 1) * stride - 2 * pad + kw;
+    auto y = torch::empty({n, out_ch, oh, ow}, x.options());
+    dim3 grid((oh * ow + 63) / 64, 1, n * out_ch);
+    deconv2d<<<grid, 64>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), in_ch, out_ch, h, w_in, oh,
+                           ow, kh, kw, pad, stride);
+    return y;
+}
+'''
+
+DECONV_OUT_MAJOR_1D = '''
+__global__ void deconv1d_dilated(const float* x, const float* w, float* y, int batch_size, int in_channels,
+                                 int out_channels, int length, int out_length, int kernel_size, int stride,
+                                 int padding, int dilation) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= batch_size * out_channels * out_length) return;
+    int pos = i % out_length;
+    int oc = (i / out_length) % out_channels;
+    int b = i / (out_length * out_channels);
+    float sum = 0.0f;
+    for (int k = 0; k < kernel_size; ++k) {
+        int src = pos + padding - k * dilation;
+        if (src < 0 || src % stride != 0) continue;
+        src /= stride;
+        if (src >= length) continue;
+        for (int ic = 0; ic < in_channels; ++ic) {
+            sum += x[(b * in_channels + ic) * length + src] * w[(oc * in_channels + ic) * kernel_size + k];
+        }
+    }
+    y[i] = sum;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int batch_size = x.size(0), in_channels = x.size(1), length = x.size(2);
+    int out_channels = w.size(1), kernel_size = w.size(2), stride = 3, padding = 2, dilation = 2;
+    int out_length = (length - 1) * stride - 2 * padding + dilation * (kernel_size - 1) + 1;
+    auto y = torch::empty({batch_size, out_channels, out_length}, x.options());
+    int total = batch_size * out_channels * out_length;
+    deconv1d_dilated<<<(total + 255) / 256, 256>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(),
+                                                   batch_size, in_channels, out_channels, length, out_length,
+                                                   kernel_size, stride, padding, dilation);
+    return y;
+}
+'''
+
+DECONV_OUT_MAJOR_GROUPS = '''
+__global__ void deconv2d_groups(const float* x, const float* w, float* y, int batch, int in_channels,
+                                int out_channels, int groups, int h_in, int w_in, int h_out, int w_out, int ks,
+                                int stride, int padding) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= batch * out_channels * h_out * w_out) return;
+    int ox = idx % w_out;
+    int oy = (idx / w_out) % h_out;
+    int oc = (idx / (w_out * h_out)) % out_channels;
+    int n = idx / (w_out * h_out * out_channels);
+    int out_per_group = out_channels / groups;
+    int in_per_group = in_channels / groups;
+    int g = oc / out_per_group;
+    float acc = 0.0f;
+    for (int ic = g * in_per_group; ic < (g + 1) * in_per_group; ++ic)
+        for (int ky = 0; ky < ks; ++ky)
+            for (int kx = 0; kx < ks; ++kx) {
+                int iy = oy + padding - ky, ix = ox + padding - kx;
+                if (iy % stride != 0 || ix % stride != 0) continue;
+                iy /= stride;
+                ix /= stride;
+                if (iy < 0 || iy >= h_in || ix < 0 || ix >= w_in) continue;
+                acc += x[((n * in_channels + ic) * h_in + iy) * w_in + ix] *
+                       w[oc * in_per_group * ks * ks + (ic % in_per_group) * ks * ks + ky * ks + kx];
+            }
+    y[idx] = acc;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int batch = x.size(0), in_channels = x.size(1), h_in = x.size(2), w_in = x.size(3), groups = 2;
+    int out_channels = w.size(1) * groups, ks = w.size(2), stride = 2, padding = 1;
+    int h_out = (h_in - 1) * stride - 2 * padding + ks, w_out = (w_in - 1) * stride - 2 * padding + ks;
+    auto y = torch::empty({batch, out_channels, h_out, w_out}, x.options());
+    int total = batch * out_channels * h_out * w_out;
+    deconv2d_groups<<<(total + 127) / 128, 128>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(),
+                                                  batch, in_channels, out_channels, groups, h_in, w_in, h_out, w_out,
+                                                  ks, stride, padding);
+    return y;
+}
+'''
+
+
 def _stack(first, second):
     import torch
 
     return lambda x, w: torch.stack([first(x), second(x)])
+
+
+def _deconv(dims: int, **kw):
+    import torch.nn.functional as F
+
+    op = {1: F.conv_transpose1d, 2: F.conv_transpose2d}[dims]
+    return lambda x, w: op(x, w, **kw)
 
 
 def _leaky(x, w):
@@ -468,6 +622,18 @@ CASES = {
     "exact_gelu_device": Case("cuda_exact_gelu", "cuda_tanh_gelu", GELU_DEVICE,
                               lambda: (3 * _randn(64, 96), _randn(96)),
                               lambda x, w: __import__("torch").nn.functional.gelu(x + w[None, :]), "gelu"),
+    "transposed_taps_1d": Case("cuda_transposed_conv_weight", "cuda_transposed_taps_flipped", DECONV_TAPS_1D,
+                               lambda: (_randn(2, 3, 17), _randn(3, 4, 5)), _deconv(1, stride=2, padding=1),
+                               "deconv1d"),
+    "transposed_taps_2d": Case("cuda_transposed_conv_weight", "cuda_transposed_taps_flipped", DECONV_TAPS_2D,
+                               lambda: (_randn(2, 3, 6, 5), _randn(3, 2, 3, 4)), _deconv(2, stride=2, padding=1),
+                               "deconv2d"),
+    "transposed_out_major_1d": Case("cuda_transposed_conv_weight", "cuda_transposed_weight_out_major",
+                                    DECONV_OUT_MAJOR_1D, lambda: (_randn(2, 4, 11), _randn(4, 3, 3)),
+                                    _deconv(1, stride=3, padding=2, dilation=2), "deconv1d_dilated"),
+    "transposed_out_major_groups": Case("cuda_transposed_conv_weight", "cuda_transposed_weight_out_major",
+                                        DECONV_OUT_MAJOR_GROUPS, lambda: (_randn(2, 4, 5, 6), _randn(4, 3, 3, 3)),
+                                        _deconv(2, stride=2, padding=1, groups=2), "deconv2d_groups"),
 }
 IDS = list(CASES)
 

@@ -81,7 +81,7 @@ def in_place_divisions(fn: Function, acc: list[Access]) -> list[tuple[str, Node,
         in_place = op in ("/=", "%=", ">>=") or (
             op == "=" and right.type == "binary_expression" and text(right.child_by_field_name("operator")) in "/%"
             and text(unparen(right.child_by_field_name("left"))) == name)
-        if not in_place or not fn.thread_derived(name):
+        if not in_place or not fn.thread_derived(name) or _rescaled(fn, name, a):
             continue
         for use in acc:
             if use.shared or use.node.start_byte < a.end_byte or name not in identifiers(use.index):
@@ -93,6 +93,29 @@ def in_place_divisions(fn: Function, acc: list[Access]) -> list[tuple[str, Node,
             out.append((name, a, use))
             break
     return out
+
+
+def _rescaled(fn: Function, name: str, division) -> bool:
+    """`p /= stride` after a condition tested `p % stride` (a transposed convolution's input position
+    brought back to the input's scale): the quotient is the value meant, not a decoding step. (A decode's
+    `w = idx % W; idx /= W;` takes the remainder as a value, not in a condition.)"""
+    if text(division.child_by_field_name("operator")) != "/=":
+        return False
+    divisor = re.sub(r"\s+", "", text(division.child_by_field_name("right")))
+
+    def in_condition(node) -> bool:
+        for a in ancestors(node):
+            if a.type in ("if_statement", "while_statement", "conditional_expression"):
+                cond = a.child_by_field_name("condition")
+                return cond is not None and inside(node, cond)
+            if a.type in ("expression_statement", "declaration", "compound_statement"):
+                return False
+        return False
+
+    return any(b.start_byte < division.start_byte and text(b.child_by_field_name("operator")) == "%"
+               and text(unparen(b.child_by_field_name("left"))) == name
+               and re.sub(r"\s+", "", text(b.child_by_field_name("right"))) == divisor and in_condition(b)
+               for b in fn.nodes("binary_expression"))
 
 
 def divided_in_place(fn: Function, acc: list[Access]) -> list[Fact]:

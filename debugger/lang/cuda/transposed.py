@@ -173,7 +173,12 @@ def _swap(fn: Function, expr: Node, taps: set[str], input_names: set[str]) -> tu
         return bool(pattern.match(n)) and (n in params or n in fn.declared and n not in loops
                                            and not _index_local(fn, n))
 
+    groups = next((p for p in int_params(fn) if GROUPS_LIKE.match(p)), None)
+    in_total = next((p for p in int_params(fn) if IN_COUNT.match(p)), None)
+    in_group = _per_group(fn, in_total, groups) if groups and in_total else None
     ins = sorted(n for n in names if count(n, IN_COUNT))
+    if in_group in names:  # the candidate's own (out, in / groups, k...) stride
+        ins.append(in_group)
     outs_known = [p for p in int_params(fn) if OUT_COUNT.match(p)] + \
         sorted(n for n in fn.declared if count(n, OUT_COUNT))
     ic = [n for n in names & input_names if n not in taps and n not in params and n not in ins]
@@ -182,10 +187,8 @@ def _swap(fn: Function, expr: Node, taps: set[str], input_names: set[str]) -> tu
     if len(ic) != 1 or len(oc) != 1 or not ins or not outs_known:
         return (), None
     ic, oc, out_count = ic[0], oc[0], outs_known[0]
-    groups = next((p for p in int_params(fn) if GROUPS_LIKE.match(p)), None)
-    in_group = _per_group(fn, ins[0], groups) if groups else None
     products = [n for n in walk(expr) if _op(n) == "*" and _op(_outer(n).parent) != "*"]
-    if not any({oc} <= _factor_names(p) and (set(ins) | {in_group}) & _factor_names(p) for p in products):
+    if not any({oc} <= _factor_names(p) and set(ins) & _factor_names(p) for p in products):
         return (), None
     if groups:
         ocg = _per_group(fn, out_count, groups) or f"({out_count} / {groups})"
@@ -195,7 +198,7 @@ def _swap(fn: Function, expr: Node, taps: set[str], input_names: set[str]) -> tu
     edits, covered = [], []
     if groups:
         for b in walk(expr):
-            if _op(b) == "/" and re.sub(r"[\s()]", "", text(b)) == f"{ins[0]}/{groups}":
+            if _op(b) == "/" and in_total and re.sub(r"[\s()]", "", text(b)) == f"{in_total}/{groups}":
                 node = _outer(b)
                 edits.append((node.start_byte, node.end_byte, ocg))
                 covered.append(node)
@@ -203,8 +206,8 @@ def _swap(fn: Function, expr: Node, taps: set[str], input_names: set[str]) -> tu
         if n.type != "identifier" or any(c.start_byte <= n.start_byte < c.end_byte for c in covered):
             continue
         t = text(n)
-        new = oc_to if t == oc else ic_to if t == ic else ocg if t in ins or t == in_group else \
-            ins[0] if count(t, OUT_COUNT) else None
+        new = oc_to if t == oc else ic_to if t == ic else ocg if t in ins else \
+            (in_total or ins[0]) if count(t, OUT_COUNT) else None
         if new is not None:
             edits.append((n.start_byte, n.end_byte, new))
     return tuple(edits), (oc, ic)
@@ -291,3 +294,36 @@ def transposed_facts(fn: Function) -> list[Fact]:
 
 
 __all__ = ["TransposedGather", "transposed_facts", "transposed_gathers"]
+
+
+_SIZE0 = re.compile(r"^(\w+)(?:\.size\(0\)|\.sizes\(\)\[0\]|\[0\])$")
+
+
+def host_out_count_edits(unit) -> list[UnitEdit]:
+    """Host code that reads the output-channel count from the weight's first dimension (`int
+    out_channels = weight.size(0);`, `weight_sizes[0]` of `weight.sizes()`): a convolution's (out, in,
+    k...) layout. Read from the second (times the groups where the host has them) for a weight held as
+    ConvTranspose's (in, out / groups, k...)."""
+    edits = []
+    for fn in unit.hosts:
+        groups = next((n for n in sorted(fn.declared) + [p.name for p in fn.params] if GROUPS_LIKE.match(n)), None)
+        for d in fn.nodes("init_declarator"):
+            name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+            if name is None or value is None or name.type != "identifier" or not OUT_COUNT.match(text(name)):
+                continue
+            m = _SIZE0.match(re.sub(r"\s+", "", text(value)))
+            if m is None:
+                continue
+            base = m.group(1)
+            if not WEIGHT_LIKE.search(base):
+                sizes = _single_def(fn, base)
+                if sizes is None or not re.match(r"^\w+\.sizes\(\)$", re.sub(r"\s+", "", text(sizes))) or \
+                        not WEIGHT_LIKE.search(text(sizes).split(".")[0]):
+                    continue
+            zero = next((n for n in walk(value) if n.type == "number_literal" and text(n) == "0"), None)
+            if zero is None:
+                continue
+            edits.append((zero.start_byte, zero.end_byte, "1"))
+            if groups:
+                edits.append((value.end_byte, value.end_byte, f" * {groups}"))
+    return edits
