@@ -419,6 +419,47 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 '''
 
 
+
+# -- a block capped below the extent its thread index covers ---------------------------------------------
+BLOCK_CAPPED_MEAN = '''
+__global__ void mid_mean(const float* x, float* y, int outer, int reduce, int inner) {
+    int o = blockIdx.x;
+    int j = threadIdx.x;
+    if (o >= outer || j >= inner) return;
+    float s = 0.0f;
+    for (int r = 0; r < reduce; ++r) {
+        s += x[(o * reduce + r) * inner + j];
+    }
+    y[o * inner + j] = s / reduce;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int outer = x.size(0), reduce = x.size(1), inner = x.size(2);
+    auto y = torch::empty({outer, inner}, x.options());
+    mid_mean<<<outer, std::min(inner, 1024)>>>(x.data_ptr<float>(), y.data_ptr<float>(), outer, reduce, inner);
+    return y;
+}
+'''
+
+BLOCK_CAPPED_TERNARY = '''
+__global__ void row_scale(const float* x, const float* w, float* y, int rows, int cols) {
+    int row = blockIdx.x;
+    int col = threadIdx.x;
+    if (col >= cols) return;
+    if (row < rows) {
+        y[row * cols + col] = x[row * cols + col] * w[col];
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int rows = x.size(0), cols = x.size(1);
+    auto y = torch::empty_like(x);
+    int threads = cols > 128 ? 128 : cols;
+    row_scale<<<rows, threads>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), rows, cols);
+    return y;
+}
+'''
+
 # -- transposed convolutions as a gather, read with the convolution rewrite's conventions -------------------
 DECONV_TAPS_1D = '''
 __global__ void deconv1d(const float* x, const float* w, float* y, int batch, int c_in, int c_out, int len_in,
@@ -622,6 +663,10 @@ CASES = {
     "exact_gelu_device": Case("cuda_exact_gelu", "cuda_tanh_gelu", GELU_DEVICE,
                               lambda: (3 * _randn(64, 96), _randn(96)),
                               lambda x, w: __import__("torch").nn.functional.gelu(x + w[None, :]), "gelu"),
+    "block_stride_mean": Case("cuda_block_stride_loop", "cuda_block_capped", BLOCK_CAPPED_MEAN,
+                              lambda: (_randn(2, 5, 1500), _empty()), lambda x, w: x.mean(1), "mid_mean"),
+    "block_stride_ternary": Case("cuda_block_stride_loop", "cuda_block_capped", BLOCK_CAPPED_TERNARY,
+                                 lambda: (_randn(3, 300), _randn(300)), lambda x, w: x * w[None, :], "row_scale"),
     "transposed_taps_1d": Case("cuda_transposed_conv_weight", "cuda_transposed_taps_flipped", DECONV_TAPS_1D,
                                lambda: (_randn(2, 3, 17), _randn(3, 4, 5)), _deconv(1, stride=2, padding=1),
                                "deconv1d"),

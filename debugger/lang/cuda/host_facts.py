@@ -95,14 +95,35 @@ def _steps_over(fn: Function, builtin: str) -> bool:
 
 
 def _capped(nodes: list[Node], limit: int) -> Node | None:
+    """The cap on a launch extent: `min(n, 1024)`, `n > 1024 ? 1024 : n` (a literal on either side), or
+    for grids a literal 65535."""
     for root in nodes:
         for n in walk(root):
             if n.type == "call_expression" and _CAP.match(text(n)) and any(
                     c.type == "number_literal" for a in call_args(n) for c in walk(a)):
                 return n
+            if n.type == "conditional_expression" and _ternary_cap(n):
+                return n
             if limit == 65535 and n.type == "number_literal" and text(n) in ("65535", "65535u", "0xFFFF"):
                 return n
     return None
+
+
+def _ternary_cap(n: Node) -> bool:
+    """`a > L ? L : a` or `a < L ? a : L` (L a literal): min(a, L) written as a conditional."""
+    cond = unparen(n.child_by_field_name("condition"))
+    yes, no = unparen(n.child_by_field_name("consequence")), unparen(n.child_by_field_name("alternative"))
+    if cond.type != "binary_expression" or yes is None or no is None:
+        return False
+    op = text(cond.child_by_field_name("operator"))
+    left, right = unparen(cond.child_by_field_name("left")), unparen(cond.child_by_field_name("right"))
+    if right.type != "number_literal":
+        return False
+    if op in (">", ">="):
+        return text(yes) == text(right) and text(no) == text(left)
+    if op in ("<", "<="):
+        return text(yes) == text(left) and text(no) == text(right)
+    return False
 
 
 def _buffer(arg: Node) -> str | None:

@@ -7,6 +7,7 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | --- | --- | --- |
 | cuda_ceil_div_grid | cuda_floor_div_grid | grid_undercount |
 | cuda_grid_stride_loop | cuda_grid_capped | grid_undercount |
+| cuda_block_stride_loop | cuda_block_capped | reduction_axis |
 | cuda_bounds_check | cuda_unguarded_load / _store | mask_missing |
 | cuda_decode_on_copy | cuda_index_divided_in_place | unwritten_output |
 | cuda_float_accumulator | cuda_half_accumulator | low_precision_accumulator |
@@ -32,19 +33,20 @@ from debugger.lang.cuda.recipes.contiguous import CudaContiguousInputs
 from debugger.lang.cuda.recipes.coverage import CudaBatchLoop, CudaFusedAxisGuard
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.gelu import CudaExactGelu
-from debugger.lang.cuda.recipes.grid import CudaCeilDivGrid, CudaGridStrideLoop
+from debugger.lang.cuda.recipes.grid import CudaBlockStrideLoop, CudaCeilDivGrid, CudaGridStrideLoop
 from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
 from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
 from debugger.lang.cuda.recipes.rowloop import CudaBlockStrideRow
 from debugger.lang.cuda.recipes.sync import CudaSyncThreads
 from debugger.lang.cuda.recipes.transposed import CudaTransposedConvWeight
 
-RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
+RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBlockStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
            CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(), CudaCombinePartials(),
            CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
            CudaExactGelu(), CudaTransposedConvWeight()]
 
-__all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchLoop", "CudaBatchNormBatchStats", "CudaBlockStrideRow",
+__all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchLoop", "CudaBatchNormBatchStats", "CudaBlockStrideLoop",
+           "CudaBlockStrideRow",
            "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials", "CudaContiguousInputs", "CudaDecodeOnCopy",
            "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard", "CudaGridStrideLoop", "CudaSyncThreads",
            "CudaTransposedConvWeight"]

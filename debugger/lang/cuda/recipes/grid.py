@@ -9,6 +9,9 @@
   `for (int i = ...; i < n; i += blockDim.x * gridDim.x) { rest of the body }`; an early
   `if (i >= n) return;` right after it is dropped (the loop condition holds it). The capped host side
   stays as it is: the loop covers what the cap leaves out.
+- cuda_block_stride_loop, fact `cuda_block_capped`: the block is capped (`min(n, 1024)`, `n > 1024 ? 1024 :
+  n`) and the kernel's `int j = threadIdx.x;` is bounded by `if (... || j >= n) return;`: the other exits
+  are kept and the rest of the body runs in `for (int j = threadIdx.x; j < n; j += blockDim.x)`.
 """
 from __future__ import annotations
 
@@ -166,3 +169,99 @@ class CudaGridStrideLoop(CudaRecipe):
             capped = _capped(expansion(launch.host, launch.grid, unit.macros), 65535) is not None
             if capped or forced:
                 yield from stride_loop_edits(kernel, unit)
+
+
+def thread_index(fn: Function) -> tuple[Node, str, Node] | None:
+    """(declaration, name, value) of a top-level `T j = threadIdx.x;` (the block's own index, no blockIdx)."""
+    for stmt in statements(fn.body):
+        if stmt.type != "declaration":
+            continue
+        inits = [c for c in stmt.children_by_field_name("declarator") if c.type == "init_declarator"]
+        if len(inits) != 1 or len(stmt.children_by_field_name("declarator")) != 1:
+            continue
+        value = inits[0].child_by_field_name("value")
+        if re.sub(r"\s+", "", text(value)) == "threadIdx.x":
+            return stmt, text(inits[0].child_by_field_name("declarator")), value
+    return None
+
+
+def _exit_terms(stmt: Node) -> list[Node] | None:
+    """The `||` terms of an early exit `if (a || b) return;` (None: not an early exit)."""
+    if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
+        return None
+    cons = stmt.child_by_field_name("consequence")
+    if cons is None or not (cons.type == "return_statement" or (
+            cons.type == "compound_statement" and [c.type for c in statements(cons)] == ["return_statement"])):
+        return None
+    cond = stmt.child_by_field_name("condition")
+    cond = unparen(cond.named_children[0] if cond.type == "condition_clause" else cond)
+    terms, todo = [], [cond]
+    while todo:
+        n = unparen(todo.pop(0))
+        if n.type == "binary_expression" and text(n.child_by_field_name("operator")) == "||":
+            todo = [n.child_by_field_name("left"), n.child_by_field_name("right")] + todo
+        else:
+            terms.append(n)
+    return terms
+
+
+def block_stride_edits(fn: Function, unit: Unit) -> list[tuple[list[UnitEdit], str]]:
+    """`int j = threadIdx.x; ... if (... || j >= n) return; rest` -> the other exits kept, then
+    `for (int j = threadIdx.x; j < n; j += blockDim.x) { rest }`."""
+    found = thread_index(fn)
+    if found is None or fn.body is None or len(fn.defs.get(found[1], [])) != 1:
+        return []
+    decl, name, value = found
+    stmts = statements(fn.body)
+    data = unit.source.text.encode()
+    for i, stmt in enumerate(stmts[stmts.index(decl) + 1:], stmts.index(decl) + 1):
+        terms = _exit_terms(stmt)
+        if terms is None:
+            if name in identifiers(stmt):
+                return []  # used before its bound is known
+            continue
+        mine = [t for t in terms if t.type == "binary_expression" and _early_bound(t, name) is not None]
+        if len(mine) != 1:
+            continue
+        bound = _early_bound(mine[0], name)
+        rest = stmts[i + 1:]
+        if not rest or syncs_in(fn, rest) or any(n.type == "return_statement" for s in rest for n in walk(s)):
+            return []
+        if any(name in identifiers(t) for t in terms if t is not mine[0]):
+            return []
+        others = [text(t) for t in terms if t is not mine[0]]
+        cond = stmt.child_by_field_name("condition")
+        edits: list[UnitEdit] = [drop_statement(data, decl)]
+        edits.append(drop_statement(data, stmt) if not others else
+                     (cond.start_byte, cond.end_byte, f"({' || '.join(others)})"))
+        type_text = text(decl.child_by_field_name("type"))
+        head = f"for ({type_text} {name} = {text(value)}; {name} < {bound}; {name} += blockDim.x)"
+        edits += wrap_rest(data, rest[0], fn.body, head)
+        return [(edits, f"block-stride loop over {name} < {bound} in {fn.name}")]
+    return []
+
+
+def _early_bound(term: Node, name: str) -> str | None:
+    op = text(term.child_by_field_name("operator"))
+    left, right = text(unparen(term.child_by_field_name("left"))), text(unparen(term.child_by_field_name("right")))
+    if op == ">=" and left == name:
+        return right
+    if op == "<=" and right == name:
+        return left
+    return None
+
+
+class CudaBlockStrideLoop(CudaRecipe):
+    id = "cuda_block_stride_loop"
+    bug_classes = ("reduction_axis", "grid_undercount")
+    symptoms = ("cuda_block_capped", "never_written", "mostly_unwritten")
+    description = "CUDA: a block-stride loop in a kernel whose block is capped (1024 threads) below its extent"
+
+    def unit_fixes(self, unit: Unit, hints):
+        forced = self.forced(hints)
+        for launch in unit.launches:
+            kernel = next((k for k in unit.kernels if k.name == launch.kernel), None)
+            if kernel is None or _steps_over(kernel, "blockDim") or _steps_over(kernel, "gridDim"):
+                continue
+            if forced or _capped(expansion(launch.host, launch.block, unit.macros), 1024) is not None:
+                yield from block_stride_edits(kernel, unit)
