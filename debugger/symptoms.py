@@ -99,6 +99,7 @@ CUDA_STATIC = {
     "cuda_index_fixed_at_zero": "a CUDA index fixed at 0 (one batch element) while its bound is never read",
     "cuda_transposed_taps_flipped": "a CUDA transposed convolution's gather reads flipped taps (K - 1 - k) or adds "
                                     "the padding twice",
+    "cuda_avgpool_counts_valid": "a CUDA average pool divides by the taps inside the input, not the whole window",
     "cuda_transposed_weight_out_major": "a CUDA transposed convolution reads its weight out-channel major, a "
                                         "convolution's layout",
     "cuda_shared_no_sync": "CUDA shared memory written and read by other threads with no __syncthreads between",

@@ -460,6 +460,65 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 }
 '''
 
+
+# -- an average pool over its valid taps where PyTorch divides by the whole window ------------------------
+AVG_POOL_1D = '''
+__global__ void avg_pool(const float* x, float* y, int rows, int len, int out_len, int kernel_size, int stride,
+                         int pad) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows * out_len) return;
+    int r = i / out_len, o = i % out_len;
+    float s = 0.0f;
+    int n = 0;
+    for (int k = 0; k < kernel_size; ++k) {
+        int p = o * stride - pad + k;
+        if (p >= 0 && p < len) {
+            s += x[r * len + p];
+            n++;
+        }
+    }
+    y[i] = s / n;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int rows = x.size(0) * x.size(1), len = x.size(2), k = 4, stride = 2, pad = 2;
+    int out_len = (len + 2 * pad - k) / stride + 1;
+    auto y = torch::empty({x.size(0), x.size(1), out_len}, x.options());
+    avg_pool<<<(rows * out_len + 127) / 128, 128>>>(x.data_ptr<float>(), y.data_ptr<float>(), rows, len, out_len, k,
+                                                    stride, pad);
+    return y;
+}
+'''
+
+AVG_POOL_2D = '''
+__global__ void avg_pool2d(const float* x, float* y, int planes, int h, int w, int oh, int ow, int kh, int kw,
+                           int pad) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= planes * oh * ow) return;
+    int pl = i / (oh * ow), oy = (i / ow) % oh, ox = i % ow;
+    float acc = 0.0f;
+    float cnt = 0.0f;
+    for (int a = 0; a < kh; ++a) {
+        for (int b = 0; b < kw; ++b) {
+            int iy = oy - pad + a, ix = ox - pad + b;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+            acc += x[(pl * h + iy) * w + ix];
+            cnt += 1.0f;
+        }
+    }
+    y[i] = cnt > 0.0f ? acc / cnt : 0.0f;
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int planes = x.size(0) * x.size(1), h = x.size(2), wd = x.size(3), kh = 3, kw = 3, pad = 1;
+    int oh = h + 2 * pad - kh + 1, ow = wd + 2 * pad - kw + 1;
+    auto y = torch::empty({x.size(0), x.size(1), oh, ow}, x.options());
+    avg_pool2d<<<(planes * oh * ow + 127) / 128, 128>>>(x.data_ptr<float>(), y.data_ptr<float>(), planes, h, wd, oh, ow,
+                                                        kh, kw, pad);
+    return y;
+}
+'''
+
 # -- transposed convolutions as a gather, read with the convolution rewrite's conventions -------------------
 DECONV_TAPS_1D = '''
 __global__ void deconv1d(const float* x, const float* w, float* y, int batch, int c_in, int c_out, int len_in,
@@ -667,6 +726,12 @@ CASES = {
                               lambda: (_randn(2, 5, 1500), _empty()), lambda x, w: x.mean(1), "mid_mean"),
     "block_stride_ternary": Case("cuda_block_stride_loop", "cuda_block_capped", BLOCK_CAPPED_TERNARY,
                                  lambda: (_randn(3, 300), _randn(300)), lambda x, w: x * w[None, :], "row_scale"),
+    "avg_pool_window_1d": Case("cuda_avg_pool_window", "cuda_avgpool_counts_valid", AVG_POOL_1D,
+                               lambda: (_randn(2, 3, 19), _empty()),
+                               lambda x, w: __import__("torch").nn.functional.avg_pool1d(x, 4, 2, 2), "avg_pool"),
+    "avg_pool_window_2d": Case("cuda_avg_pool_window", "cuda_avgpool_counts_valid", AVG_POOL_2D,
+                               lambda: (_randn(2, 3, 7, 9), _empty()),
+                               lambda x, w: __import__("torch").nn.functional.avg_pool2d(x, 3, 1, 1), "avg_pool2d"),
     "transposed_taps_1d": Case("cuda_transposed_conv_weight", "cuda_transposed_taps_flipped", DECONV_TAPS_1D,
                                lambda: (_randn(2, 3, 17), _randn(3, 4, 5)), _deconv(1, stride=2, padding=1),
                                "deconv1d"),

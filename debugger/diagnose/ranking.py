@@ -62,7 +62,9 @@ for _cls, _tag, _w in (
         ("train_eval_mode", "cuda_reads_running_stats", 2.5),
         ("operator_misread", "cuda_transposed_taps_flipped", 3.0),
         # right where the weight is declared (out, in, k...) and given the reference's values transposed
-        ("operator_misread", "cuda_transposed_weight_out_major", 1.0)):
+        ("operator_misread", "cuda_transposed_weight_out_major", 1.0),
+        # right only for count_include_pad=False, which no KernelBench problem sets
+        ("operator_misread", "cuda_avgpool_counts_valid", 1.5)):
     WEIGHTS.setdefault(_cls, {})[_tag] = _w
 
 # Classes whose bug needs an operation of the reference to live in: a normalisation formula needs a

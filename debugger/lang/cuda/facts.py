@@ -24,6 +24,8 @@ host_facts.py. Tags are prefixed `cuda_` so they never collide with the Triton o
   the first slice (batch element) of what it was launched over.
 - cuda_transposed_taps_flipped / cuda_transposed_weight_out_major (transposed.py): a gather-form
   transposed convolution read with the convolution-equivalent rewrite's conventions.
+- cuda_avgpool_counts_valid (pooling.py): an average pool divides by the taps inside the input, where
+  PyTorch's default divides by the whole window.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from tree_sitter import Node
 from debugger.lang import Fact
 from debugger.lang.cuda.access import Access, accesses, covered, guards, inside, loops
 from debugger.lang.cuda.coverage import coverage_facts
+from debugger.lang.cuda.pooling import pooling_facts
 from debugger.lang.cuda.transposed import transposed_facts
 from debugger.lang.cuda.unit import BLOCK, SYNC, THREAD, Function, call_args, identifiers
 from debugger.source.tree import ancestors, text, unparen, walk
@@ -380,4 +383,4 @@ def kernel_facts(fn: Function, combined, python: str = "") -> list[Fact]:
     acc = accesses(fn)
     return (unguarded(fn, acc) + divided_in_place(fn, acc) + shared_no_sync(fn, acc) + half_accumulator(fn)
             + block_partials(fn, acc, combined) + atomics(fn, acc) + running_stats(fn, acc, python)
-            + coverage_facts(fn) + transposed_facts(fn))
+            + coverage_facts(fn) + transposed_facts(fn) + pooling_facts(fn))

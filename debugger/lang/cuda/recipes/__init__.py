@@ -21,6 +21,7 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_batch_loop | cuda_index_fixed_at_zero | grid_undercount |
 | cuda_exact_gelu | cuda_tanh_gelu (descriptive) | activation_formula |
 | cuda_transposed_conv_weight | cuda_transposed_taps_flipped / _weight_out_major | operator_misread |
+| cuda_avg_pool_window | cuda_avgpool_counts_valid | operator_misread |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
@@ -34,6 +35,7 @@ from debugger.lang.cuda.recipes.coverage import CudaBatchLoop, CudaFusedAxisGuar
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.gelu import CudaExactGelu
 from debugger.lang.cuda.recipes.grid import CudaBlockStrideLoop, CudaCeilDivGrid, CudaGridStrideLoop
+from debugger.lang.cuda.recipes.pooling import CudaAvgPoolWindow
 from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
 from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
 from debugger.lang.cuda.recipes.rowloop import CudaBlockStrideRow
@@ -43,9 +45,9 @@ from debugger.lang.cuda.recipes.transposed import CudaTransposedConvWeight
 RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBlockStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
            CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(), CudaCombinePartials(),
            CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
-           CudaExactGelu(), CudaTransposedConvWeight()]
+           CudaExactGelu(), CudaTransposedConvWeight(), CudaAvgPoolWindow()]
 
-__all__ = ["RECIPES", "CudaAtomicPartials", "CudaBatchLoop", "CudaBatchNormBatchStats", "CudaBlockStrideLoop",
+__all__ = ["RECIPES", "CudaAtomicPartials", "CudaAvgPoolWindow", "CudaBatchLoop", "CudaBatchNormBatchStats", "CudaBlockStrideLoop",
            "CudaBlockStrideRow",
            "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials", "CudaContiguousInputs", "CudaDecodeOnCopy",
            "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard", "CudaGridStrideLoop", "CudaSyncThreads",
