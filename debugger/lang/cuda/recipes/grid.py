@@ -74,9 +74,9 @@ class CudaCeilDivGrid(CudaRecipe):
                     yield edits + guard, f"ceil division for the grid of {launch.kernel} ({what}) and {description}"
 
 
-def global_index(fn: Function) -> tuple[Node, str, Node] | None:
-    """(declaration, name, value) of the kernel's top-level `T i = blockIdx.x * blockDim.x + threadIdx.x`
-    (x axis only, one declarator)."""
+def _top_index(fn: Function, accept) -> tuple[Node, str, Node] | None:
+    """(declaration, name, value) of the kernel's first top-level one-declarator declaration whose value
+    `accept` takes."""
     for stmt in statements(fn.body):
         if stmt.type != "declaration":
             continue
@@ -84,33 +84,58 @@ def global_index(fn: Function) -> tuple[Node, str, Node] | None:
         if len(inits) != 1 or len(stmt.children_by_field_name("declarator")) != 1:
             continue
         value = inits[0].child_by_field_name("value")
-        name = text(inits[0].child_by_field_name("declarator"))
-        names = identifiers(value)
-        if {THREAD, BLOCK} <= names and not re.search(r"\.\s*[yz]\b", text(value)):
-            return stmt, name, value
+        if accept(value):
+            return stmt, text(inits[0].child_by_field_name("declarator")), value
     return None
 
 
-def _early_exit_bound(stmt: Node, name: str) -> str | None:
-    """`n` of `if (i >= n) return;` (or `if (n <= i) return;`)."""
+def global_index(fn: Function) -> tuple[Node, str, Node] | None:
+    """`T i = blockIdx.x * blockDim.x + threadIdx.x` at the kernel's top level (x axis only)."""
+    return _top_index(fn, lambda v: {THREAD, BLOCK} <= identifiers(v) and not re.search(r"\.\s*[yz]\b", text(v)))
+
+
+def thread_index(fn: Function) -> tuple[Node, str, Node] | None:
+    """`T j = threadIdx.x;` at the kernel's top level (the block's own index, no blockIdx)."""
+    return _top_index(fn, lambda v: re.sub(r"\s+", "", text(v)) == "threadIdx.x")
+
+
+def _exit_terms(stmt: Node) -> list[Node] | None:
+    """The `||` terms of an early exit `if (a || b) return;` (None: not an early exit)."""
     if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
         return None
     cons = stmt.child_by_field_name("consequence")
     if cons is None or not (cons.type == "return_statement" or (
             cons.type == "compound_statement" and [c.type for c in statements(cons)] == ["return_statement"])):
         return None
-    cond = unparen(stmt.child_by_field_name("condition").named_children[0]) \
-        if stmt.child_by_field_name("condition").type == "condition_clause" else stmt.child_by_field_name("condition")
-    cond = unparen(cond)
-    if cond.type != "binary_expression":
+    cond = stmt.child_by_field_name("condition")
+    cond = unparen(cond.named_children[0] if cond.type == "condition_clause" else cond)
+    terms, todo = [], [cond]
+    while todo:
+        n = unparen(todo.pop(0))
+        if n.type == "binary_expression" and text(n.child_by_field_name("operator")) == "||":
+            todo = [n.child_by_field_name("left"), n.child_by_field_name("right")] + todo
+        else:
+            terms.append(n)
+    return terms
+
+
+def _early_bound(term: Node, name: str) -> str | None:
+    """`n` of `i >= n` (or `n <= i`)."""
+    if term.type != "binary_expression":
         return None
-    op = text(cond.child_by_field_name("operator"))
-    left, right = text(unparen(cond.child_by_field_name("left"))), text(unparen(cond.child_by_field_name("right")))
+    op = text(term.child_by_field_name("operator"))
+    left, right = text(unparen(term.child_by_field_name("left"))), text(unparen(term.child_by_field_name("right")))
     if op == ">=" and left == name:
         return right
     if op == "<=" and right == name:
         return left
     return None
+
+
+def _early_exit_bound(stmt: Node, name: str) -> str | None:
+    """`n` of `if (i >= n) return;` (or `if (n <= i) return;`)."""
+    terms = _exit_terms(stmt)
+    return _early_bound(terms[0], name) if terms and len(terms) == 1 else None
 
 
 def _guard_bound(stmts: list[Node], name: str) -> str | None:
@@ -171,39 +196,6 @@ class CudaGridStrideLoop(CudaRecipe):
                 yield from stride_loop_edits(kernel, unit)
 
 
-def thread_index(fn: Function) -> tuple[Node, str, Node] | None:
-    """(declaration, name, value) of a top-level `T j = threadIdx.x;` (the block's own index, no blockIdx)."""
-    for stmt in statements(fn.body):
-        if stmt.type != "declaration":
-            continue
-        inits = [c for c in stmt.children_by_field_name("declarator") if c.type == "init_declarator"]
-        if len(inits) != 1 or len(stmt.children_by_field_name("declarator")) != 1:
-            continue
-        value = inits[0].child_by_field_name("value")
-        if re.sub(r"\s+", "", text(value)) == "threadIdx.x":
-            return stmt, text(inits[0].child_by_field_name("declarator")), value
-    return None
-
-
-def _exit_terms(stmt: Node) -> list[Node] | None:
-    """The `||` terms of an early exit `if (a || b) return;` (None: not an early exit)."""
-    if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
-        return None
-    cons = stmt.child_by_field_name("consequence")
-    if cons is None or not (cons.type == "return_statement" or (
-            cons.type == "compound_statement" and [c.type for c in statements(cons)] == ["return_statement"])):
-        return None
-    cond = stmt.child_by_field_name("condition")
-    cond = unparen(cond.named_children[0] if cond.type == "condition_clause" else cond)
-    terms, todo = [], [cond]
-    while todo:
-        n = unparen(todo.pop(0))
-        if n.type == "binary_expression" and text(n.child_by_field_name("operator")) == "||":
-            todo = [n.child_by_field_name("left"), n.child_by_field_name("right")] + todo
-        else:
-            terms.append(n)
-    return terms
-
 
 def block_stride_edits(fn: Function, unit: Unit) -> list[tuple[list[UnitEdit], str]]:
     """`int j = threadIdx.x; ... if (... || j >= n) return; rest` -> the other exits kept, then
@@ -220,7 +212,7 @@ def block_stride_edits(fn: Function, unit: Unit) -> list[tuple[list[UnitEdit], s
             if name in identifiers(stmt):
                 return []  # used before its bound is known
             continue
-        mine = [t for t in terms if t.type == "binary_expression" and _early_bound(t, name) is not None]
+        mine = [t for t in terms if _early_bound(t, name) is not None]
         if len(mine) != 1:
             continue
         bound = _early_bound(mine[0], name)
@@ -240,15 +232,6 @@ def block_stride_edits(fn: Function, unit: Unit) -> list[tuple[list[UnitEdit], s
         return [(edits, f"block-stride loop over {name} < {bound} in {fn.name}")]
     return []
 
-
-def _early_bound(term: Node, name: str) -> str | None:
-    op = text(term.child_by_field_name("operator"))
-    left, right = text(unparen(term.child_by_field_name("left"))), text(unparen(term.child_by_field_name("right")))
-    if op == ">=" and left == name:
-        return right
-    if op == "<=" and right == name:
-        return left
-    return None
 
 
 class CudaBlockStrideLoop(CudaRecipe):
