@@ -13,10 +13,10 @@ from debugger import lang
 from debugger.case import case_from_sources
 from debugger.evaluate import evaluate, standard_checks
 from debugger.lang.cuda import units
+from debugger.lang.cuda.recipes.transposed import declaration_swaps
 from debugger.lang.cuda.transposed import host_out_count_edits, transposed_gathers
 from debugger.recipes import RECIPES
 from debugger.recipes.syntax import Source
-from debugger.lang.cuda.recipes.transposed import declaration_swaps
 
 CUDA = lang.get("cuda")
 
@@ -170,9 +170,8 @@ def test_a_right_gather_and_a_convolution_are_left_alone():
 
 
 def test_declarations_and_host_counts_need_the_convolution_shape():
-    assert declaration_swaps(Source("w = torch.randn(out_channels, in_channels // groups, 3, 3)")) and \
-        [e.text for e in declaration_swaps(Source("w = torch.randn(out_channels, in_channels // groups, 3, 3)"))] \
-        == ["in_channels", "out_channels // groups"]
+    grouped = declaration_swaps(Source("w = torch.randn(out_channels, in_channels // groups, 3, 3)"))
+    assert [e.text for e in grouped] == ["in_channels", "out_channels // groups"]
     assert not declaration_swaps(Source("w = torch.randn(in_channels, out_channels, 3)"))  # already ConvTranspose's
     assert not declaration_swaps(Source("a = torch.randn(out_channels, in_channels, 3)\n"
                                         "b = torch.randn(out_ch, in_ch, 5)"))  # which one: neither
