@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from debugger.lang import Fact
+from debugger.lang.cuda.access import loops as enclosing_loops
 from debugger.lang.cuda.unit import Function
 from debugger.source.tree import ancestors, text, unparen, walk
 
@@ -60,8 +61,7 @@ def valid_count_averages(fn: Function) -> list[ValidCountAverage]:
         if len(incs) != 1:
             continue
         inc = incs[0]
-        loops = [a for a in ancestors(inc) if a.type == "for_statement" and fn.body is not None
-                 and fn.body.start_byte <= a.start_byte]
+        loops = [lp for lp in enclosing_loops(inc, fn) if lp.type == "for_statement"]
         # the taps outside the input are skipped: the increment sits under an `if`, or after a `continue`
         guarded = bool(loops) and (
             any(a.type == "if_statement" for a in ancestors(inc) if a.start_byte > loops[0].start_byte)

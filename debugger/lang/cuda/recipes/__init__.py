@@ -35,20 +35,19 @@ from debugger.lang.cuda.recipes.coverage import CudaBatchLoop, CudaFusedAxisGuar
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.gelu import CudaExactGelu
 from debugger.lang.cuda.recipes.grid import CudaBlockStrideLoop, CudaCeilDivGrid, CudaGridStrideLoop
-from debugger.lang.cuda.recipes.pooling import CudaAvgPoolWindow
 from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
+from debugger.lang.cuda.recipes.pooling import CudaAvgPoolWindow
 from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
 from debugger.lang.cuda.recipes.rowloop import CudaBlockStrideRow
 from debugger.lang.cuda.recipes.sync import CudaSyncThreads
 from debugger.lang.cuda.recipes.transposed import CudaTransposedConvWeight
 
-RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBlockStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(), CudaFloatAccumulator(),
-           CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(), CudaCombinePartials(),
-           CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
+RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBlockStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(),
+           CudaFloatAccumulator(), CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(),
+           CudaCombinePartials(), CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
            CudaExactGelu(), CudaTransposedConvWeight(), CudaAvgPoolWindow()]
 
-__all__ = ["RECIPES", "CudaAtomicPartials", "CudaAvgPoolWindow", "CudaBatchLoop", "CudaBatchNormBatchStats", "CudaBlockStrideLoop",
-           "CudaBlockStrideRow",
-           "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials", "CudaContiguousInputs", "CudaDecodeOnCopy",
-           "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard", "CudaGridStrideLoop", "CudaSyncThreads",
-           "CudaTransposedConvWeight"]
+__all__ = ["RECIPES", "CudaAtomicPartials", "CudaAvgPoolWindow", "CudaBatchLoop", "CudaBatchNormBatchStats",
+           "CudaBlockStrideLoop", "CudaBlockStrideRow", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials",
+           "CudaContiguousInputs", "CudaDecodeOnCopy", "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard",
+           "CudaGridStrideLoop", "CudaSyncThreads", "CudaTransposedConvWeight"]

@@ -4,6 +4,7 @@ A `CudaRecipe` is a `Recipe` (debugger/recipes/base.py: same Patch, same rules) 
 yields, per CUDA unit of the candidate, lists of unit edits `(start byte, end byte, new text)` with a
 description. The base class writes each list back into the Python file (splice.py), drops a patch
 that does not map or that adds a parse error to the CUDA source, and keeps the first `max_patches`.
+A recipe whose fix also changes the Python code around the strings (a declaration) overrides `fixes`.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from debugger.lang.cuda.splice import UnitSplice, error_count
 from debugger.lang.cuda.unit import SYNC, Function, Unit, int_params
 from debugger.recipes.base import Patch, Recipe
 from debugger.recipes.syntax import Source
+from debugger.source.edits import Edit
 from debugger.source.tree import text, walk
 
 UnitEdit = tuple[int, int, str]
@@ -32,6 +34,11 @@ class CudaRecipe(Recipe):
     def unit_fixes(self, unit: Unit, hints: dict) -> Iterable[tuple[list[UnitEdit], str]]:
         raise NotImplementedError
 
+    def fixes(self, s: Source, unit: Unit, hints: dict) -> Iterable[tuple[list[UnitEdit], list[Edit], str]]:
+        """(unit edits, edits of the Python file outside the strings, description): the unit edits alone."""
+        for unit_edits, description in self.unit_fixes(unit, hints):
+            yield unit_edits, [], description
+
     def _propose(self, s: Source, hints: dict) -> Iterator[Patch | None]:
         from debugger.lang.cuda import units
 
@@ -41,11 +48,11 @@ class CudaRecipe(Recipe):
         errors = error_count(before)
         for unit in before:
             splice = UnitSplice(s.src, unit)
-            for unit_edits, description in self.unit_fixes(unit, hints):
+            for unit_edits, python_edits, description in self.fixes(s, unit, hints):
                 edits = splice.edits(unit_edits)
                 if not edits:
                     continue
-                patch = self.patch(s, edits, description)
+                patch = self.patch(s, edits + python_edits, description)
                 if patch is not None and error_count(units(patch.new_src)) <= errors:
                     yield patch
 

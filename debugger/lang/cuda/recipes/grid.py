@@ -186,15 +186,19 @@ class CudaGridStrideLoop(CudaRecipe):
     description = "CUDA: a grid-stride loop in a kernel whose grid is capped (65535 blocks)"
 
     def unit_fixes(self, unit: Unit, hints):
-        forced = self.forced(hints)
-        for launch in unit.launches:
-            kernel = next((k for k in unit.kernels if k.name == launch.kernel), None)
-            if kernel is None or _steps_over(kernel, "gridDim"):
-                continue
-            capped = _capped(expansion(launch.host, launch.grid, unit.macros), 65535) is not None
-            if capped or forced:
-                yield from stride_loop_edits(kernel, unit)
+        for kernel in capped_kernels(unit, "grid", 65535, self.forced(hints), ("gridDim",)):
+            yield from stride_loop_edits(kernel, unit)
 
+
+def capped_kernels(unit: Unit, extent: str, limit: int, forced: bool, steps: tuple[str, ...]):
+    """The kernels whose launch caps its `extent` ("grid" or "block") at `limit` (all of them when
+    `forced`) and that have no loop stepping over any of `steps`."""
+    for launch in unit.launches:
+        kernel = next((k for k in unit.kernels if k.name == launch.kernel), None)
+        if kernel is None or any(_steps_over(kernel, b) for b in steps):
+            continue
+        if forced or _capped(expansion(launch.host, getattr(launch, extent), unit.macros), limit) is not None:
+            yield kernel
 
 
 def block_stride_edits(fn: Function, unit: Unit) -> list[tuple[list[UnitEdit], str]]:
@@ -212,16 +216,17 @@ def block_stride_edits(fn: Function, unit: Unit) -> list[tuple[list[UnitEdit], s
             if name in identifiers(stmt):
                 return []  # used before its bound is known
             continue
-        mine = [t for t in terms if _early_bound(t, name) is not None]
+        bounds = [(t, _early_bound(t, name)) for t in terms]
+        mine = [(t, b) for t, b in bounds if b is not None]
         if len(mine) != 1:
             continue
-        bound = _early_bound(mine[0], name)
+        (exit_term, bound), = mine
         rest = stmts[i + 1:]
         if not rest or syncs_in(fn, rest) or any(n.type == "return_statement" for s in rest for n in walk(s)):
             return []
-        if any(name in identifiers(t) for t in terms if t is not mine[0]):
+        if any(name in identifiers(t) for t in terms if t is not exit_term):
             return []
-        others = [text(t) for t in terms if t is not mine[0]]
+        others = [text(t) for t in terms if t is not exit_term]
         cond = stmt.child_by_field_name("condition")
         edits: list[UnitEdit] = [drop_statement(data, decl)]
         edits.append(drop_statement(data, stmt) if not others else
@@ -233,7 +238,6 @@ def block_stride_edits(fn: Function, unit: Unit) -> list[tuple[list[UnitEdit], s
     return []
 
 
-
 class CudaBlockStrideLoop(CudaRecipe):
     id = "cuda_block_stride_loop"
     bug_classes = ("reduction_axis", "grid_undercount")
@@ -241,10 +245,5 @@ class CudaBlockStrideLoop(CudaRecipe):
     description = "CUDA: a block-stride loop in a kernel whose block is capped (1024 threads) below its extent"
 
     def unit_fixes(self, unit: Unit, hints):
-        forced = self.forced(hints)
-        for launch in unit.launches:
-            kernel = next((k for k in unit.kernels if k.name == launch.kernel), None)
-            if kernel is None or _steps_over(kernel, "blockDim") or _steps_over(kernel, "gridDim"):
-                continue
-            if forced or _capped(expansion(launch.host, launch.block, unit.macros), 1024) is not None:
-                yield from block_stride_edits(kernel, unit)
+        for kernel in capped_kernels(unit, "block", 1024, self.forced(hints), ("blockDim", "gridDim")):
+            yield from block_stride_edits(kernel, unit)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from debugger.lang.cuda.splice import UnitSplice, error_count
 from debugger.lang.cuda.recipes.base import CudaRecipe
 from debugger.lang.cuda.transposed import IN_COUNT, OUT_COUNT, host_out_count_edits, transposed_gathers
+from debugger.lang.cuda.unit import Unit
 from debugger.recipes.syntax import Source
 from debugger.source.edits import Edit
 from debugger.source.tree import call_args, text, unparen, walk
@@ -65,35 +65,21 @@ class CudaTransposedConvWeight(CudaRecipe):
     description = ("CUDA: a gather-form transposed convolution with unflipped taps, single padding and "
                    "ConvTranspose's (in, out / groups, k...) weight layout")
 
-    def _propose(self, s: Source, hints: dict):
-        from debugger.lang.cuda import units
-
-        if "load_inline" not in s.src and "__global__" not in s.src:
-            return
-        before = units(s.src)
-        errors = error_count(before)
+    def fixes(self, s: Source, unit: Unit, hints: dict):
         declared = declaration_swaps(s)
-        for unit in before:
-            splice = UnitSplice(s.src, unit)
-            for fn in unit.kernels:
-                for g in transposed_gathers(fn):
-                    what = []
-                    if g.flips:
-                        what.append("taps unflipped (" + ", ".join(t for *_, t in g.flips) + ")")
-                    if g.doubled:
-                        what.append("padding added once")
-                    variants = [(g.tap_edits, [], what)] if g.tap_edits else []
-                    if g.swap:
-                        oc, ic = g.channels
-                        layout = what + [f"weight read as (in, out / groups, k...): {ic} major, {oc} within"]
-                        if declared:  # the host's output-channel count then comes from the weight's dim 1
-                            variants.append((g.tap_edits + list(g.swap) + host_out_count_edits(unit), declared,
-                                             layout + ["the weight declared in that shape"]))
-                        variants.append((g.tap_edits + list(g.swap), [], layout))
-                    for unit_edits, python_edits, words in variants:
-                        edits = splice.edits(unit_edits)
-                        if not edits:
-                            continue
-                        patch = self.patch(s, edits + python_edits, f"{fn.name}: " + ", ".join(words))
-                        if patch is not None and error_count(units(patch.new_src)) <= errors:
-                            yield patch
+        for fn in unit.kernels:
+            for g in transposed_gathers(fn):
+                what = []
+                if g.flips:
+                    what.append("taps unflipped (" + ", ".join(t for *_, t in g.flips) + ")")
+                if g.doubled:
+                    what.append("padding added once")
+                if g.tap_edits:
+                    yield g.tap_edits, [], f"{fn.name}: " + ", ".join(what)
+                if g.swap:
+                    oc, ic = g.channels
+                    layout = what + [f"weight read as (in, out / groups, k...): {ic} major, {oc} within"]
+                    if declared:  # the host's output-channel count then comes from the weight's dim 1
+                        yield (g.tap_edits + list(g.swap) + host_out_count_edits(unit), declared,
+                               f"{fn.name}: " + ", ".join(layout + ["the weight declared in that shape"]))
+                    yield g.tap_edits + list(g.swap), [], f"{fn.name}: " + ", ".join(layout)
