@@ -51,6 +51,7 @@ DEPENDENCE = {
     "kernelbench_fails": "KernelBench's trials fail (each model built with its own initialisation)",
     "passes_in_eval_mode": "the failing checks pass when both models run in eval mode",
     "says_simplified": "the candidate's comments say it simplifies, skips or approximates part of the operator",
+    "dropped_term": "a parameter Model adds right after a biased layer matched no tensor of ModelNew",
 }
 
 # Probe facts (instrumented copy of the kernel).

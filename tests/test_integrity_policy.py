@@ -57,6 +57,16 @@ def test_a_repair_may_not_add_pytorch_compute_fallbacks_or_precision_loss():
     assert regressions(more_torch, more_torch.replace("y = x.contiguous()", "y = x"), RANDN_REF, "kernelbench") == []
 
 
+def test_arithmetic_on_the_modules_own_tensors_alone_is_not_pytorch_compute():
+    """The dropped_term fix hands a kernel `self.bias + self.add_value.reshape(...)`: parameters prepared, no
+    value of forward computed; the same add on a forward value still counts."""
+    prepared = HONEST.replace("y = x.contiguous()", "shift = self.bias + self.extra.reshape(self.bias.shape)\n"
+                                                    "        y = x.contiguous()")
+    assert regressions(HONEST, prepared, RANDN_REF, "kernelbench") == []
+    on_data = HONEST.replace("return out", "return out + self.bias.reshape(-1)")
+    assert [f.rule for f in regressions(HONEST, on_data, RANDN_REF, "kernelbench")] == ["repair_adds_torch_compute"]
+
+
 def test_the_static_verdict_names_its_policy_and_judges_a_repair_against_its_baseline():
     case = case_from_sources(RANDN_REF, HONEST.replace("return out", "return torch.relu(out)"))
     verdict = check(case, "cpu", dynamic=False, policy="strict", baseline_src=HONEST)

@@ -16,6 +16,7 @@ from debugger.backends.base import Proposal
 from debugger.backends.ranking import RecipeRanker, diagnosis_features
 from debugger.recipes import propose_all, sibling_ranks
 from debugger.recipes.mutations import mutations
+from debugger.recipes.dropped_term import dropped_term_patch
 from debugger.recipes.parameter_init import parameter_init_patch
 
 CLASS_WEIGHT = 6.0
@@ -78,10 +79,13 @@ class KBBackend:
                 if p.new_src not in seen:
                     seen.add(p.new_src)
                     base.append(p)
-        if "parameter_init" in class_conf:  # a host-side fix: needs the reference and the correspondence
-            fix = parameter_init_patch(candidate_src, context.get("reference_src") or "",
-                                       (diagnosis.get("evaluation") or {}).get("parameter_map"))
+        parameter_map = (diagnosis.get("evaluation") or {}).get("parameter_map")
+        host_fixes = [dropped_term_patch(candidate_src, context.get("reference_src") or "", parameter_map)]
+        if "parameter_init" in class_conf:  # host-side fixes: they need the reference and the correspondence
+            host_fixes.append(parameter_init_patch(candidate_src, context.get("reference_src") or "", parameter_map))
+        for fix in host_fixes:
             if fix is not None and fix.new_src not in seen:
+                seen.add(fix.new_src)
                 base.append(fix)
         patches = (base + [(p, "template") for p in self._templates(candidate_src)]
                    + [(p, "mutation") for p in mutations(candidate_src)])

@@ -18,6 +18,7 @@ import re
 
 from debugger.case import Case
 from debugger.diagnose.ranking import strong_cuda_facts
+from debugger.recipes.dropped_term import dropped_terms
 
 TRAIN_EVAL_HINT = re.compile(r"BatchNorm|InstanceNorm|Dropout|\.training\b|F\.batch_norm|F\.dropout|running_mean")
 SIMPLIFIED = re.compile(
@@ -157,7 +158,14 @@ def operator_misread_hypothesis(case: Case, report, tags: set[str], experiments:
     # Without the candidate's words it is the class of no kernel-level evidence: where the CUDA source shows a
     # located fault (a block capped below the row, running statistics read), it backs no lead of its own.
     located = [] if said else strong_cuda_facts(tags)
+    dropped = dropped_terms(case.reference_src, report.parameter_map)
+    if dropped:  # a term of the operator ModelNew never holds: evidence of its own, whatever else the source shows
+        score += 3.0
+        evidence += [f"Model's {t.term}, added right after {t.layer}, matched no tensor of ModelNew: the kernel is "
+                     f"handed {t.bias} alone" for t in dropped[:4]]
+        located = []
     if located:
         evidence.append(f"the CUDA source shows a located fault ({', '.join(located)}): no support of its own")
     return {"bug_class": "operator_misread", "score": score, "evidence": evidence, "supported": not located,
-            "lines": [n for n, _ in said[:4]], "recipes": [], "tags": ["says_simplified"] if said else []}
+            "lines": [n for n, _ in said[:4]], "recipes": ["dropped_term"] if dropped else [],
+            "tags": (["says_simplified"] if said else []) + (["dropped_term"] if dropped else [])}

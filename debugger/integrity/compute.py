@@ -73,11 +73,32 @@ def _site(module: SourceModule, fn: Function, kinds: ValueKinds, node: Node) -> 
         operator = text(node.child_by_field_name("operator")).rstrip("=") or "="
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         operand = max(kinds.kind(left, fn), kinds.kind(right, fn))
+        if operator in _ARITH_OPERATORS and _module_tensor(left) and _module_tensor(right):
+            return None  # `self.bias + self.add_value.reshape(...)`: prepares parameters, computes nothing of the input
         if operator == "@":
             return ComputeSite(node, "@", "matmul", operand, fn)
         if operator in _ARITH_OPERATORS and operand.is_tensor:
             return ComputeSite(node, operator, "arith", operand, fn, ops.canonical_op(operator))
     return None
+
+
+_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "squeeze", "unsqueeze", "flatten", "t", "contiguous",
+                 "expand", "expand_as", "to", "float", "detach"}
+
+
+def _module_tensor(node: Node | None) -> bool:
+    """`self.a.b`, or a view of it (`self.bias.reshape(-1)`): a tensor the module holds, not a value of forward."""
+    node = unparen(node) if node is not None else None
+    while node is not None and node.type == "call":
+        callee = unparen(node.child_by_field_name("function"))
+        if callee.type != "attribute" or text(callee.child_by_field_name("attribute")) not in _VIEW_METHODS:
+            return False
+        node = unparen(callee.child_by_field_name("object"))
+    if node is None or node.type != "attribute":
+        return False
+    while node.type == "attribute":
+        node = unparen(node.child_by_field_name("object"))
+    return node.type == "identifier" and text(node) == "self"
 
 
 def _call_site(module: SourceModule, fn: Function, kinds: ValueKinds, node: Node) -> ComputeSite | None:
