@@ -93,6 +93,7 @@ CUDA_STATIC = {
     "cuda_unguarded_store": "a CUDA store at a thread index never compared with the size",
     "cuda_floor_div_grid": "the CUDA grid divides the extent by the block size with floor division",
     "cuda_grid_capped": "the CUDA grid is capped (65535 blocks) and the kernel has no grid-stride loop",
+    "cuda_grid_axis_single": "the CUDA grid gives one block on an axis the kernel bounds as an index by a size parameter",
     "cuda_block_capped": "the CUDA block is capped (1024 threads) and the kernel has no block-stride loop",
     "cuda_index_divided_in_place": "a CUDA index divided in place while decoding, then used as the offset",
     "cuda_guard_on_fused_axis": "a CUDA guard bounds a fused block axis (batch x channels) by one factor only",

@@ -461,6 +461,46 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w) {
 '''
 
 
+# -- a grid axis of one block that the kernel reads as a bounded batch index (qwencoder level2/76) -------------
+GRID_AXIS_ROWS = '''
+__global__ void row_bias_relu(const float* x, const float* b, float* y, int batch_size, int features) {
+    int row = blockIdx.x;
+    int col = blockIdx.y * blockDim.x + threadIdx.x;
+    if (row < batch_size && col < features) {
+        float v = x[row * features + col] + b[col];
+        y[row * features + col] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    const int batch_size = x.size(0), features = x.size(1);
+    auto y = torch::zeros_like(x);
+    const int threads = 128;
+    const dim3 blocks(1, (features + threads - 1) / threads, 1);
+    row_bias_relu<<<blocks, threads>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), batch_size,
+                                       features);
+    return y;
+}
+'''
+
+GRID_AXIS_CHANNELS = '''
+__global__ void channel_sum(const float* x, float* y, int channels, int len) {
+    int c = blockIdx.y;
+    if (c >= channels) return;
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < len; i += blockDim.x) s += x[c * len + i];
+    atomicAdd(&y[c], s);
+}
+
+torch::Tensor run(torch::Tensor x, torch::Tensor w) {
+    int channels = x.size(0), len = x.size(1);
+    auto y = torch::zeros({channels}, x.options());
+    channel_sum<<<dim3(1, 1), 64>>>(x.data_ptr<float>(), y.data_ptr<float>(), channels, len);
+    return y;
+}
+'''
+
+
 # -- an average pool over its valid taps where PyTorch divides by the whole window ------------------------
 AVG_POOL_1D = '''
 __global__ void avg_pool(const float* x, float* y, int rows, int len, int out_len, int kernel_size, int stride,
@@ -726,6 +766,10 @@ CASES = {
                               lambda: (_randn(2, 5, 1500), _empty()), lambda x, w: x.mean(1), "mid_mean"),
     "block_stride_ternary": Case("cuda_block_stride_loop", "cuda_block_capped", BLOCK_CAPPED_TERNARY,
                                  lambda: (_randn(3, 300), _randn(300)), lambda x, w: x * w[None, :], "row_scale"),
+    "grid_axis_rows": Case("cuda_grid_axis_extent", "cuda_grid_axis_single", GRID_AXIS_ROWS,
+                           lambda: (_randn(5, 300), _randn(300)), lambda x, b: (x + b[None, :]).clamp(min=0), "run"),
+    "grid_axis_channels": Case("cuda_grid_axis_extent", "cuda_grid_axis_single", GRID_AXIS_CHANNELS,
+                               lambda: (_randn(7, 500), _empty()), lambda x, w: x.sum(1), "run", atol=1e-3),
     "avg_pool_window_1d": Case("cuda_avg_pool_window", "cuda_avgpool_counts_valid", AVG_POOL_1D,
                                lambda: (_randn(2, 3, 19), _empty()),
                                lambda x, w: __import__("torch").nn.functional.avg_pool1d(x, 4, 2, 2), "avg_pool"),

@@ -53,6 +53,7 @@ WEIGHTS: dict[str, dict[str, float]] = {
 for _cls, _tag, _w in (
         ("mask_missing", "cuda_unguarded_load", 1.0), ("mask_missing", "cuda_unguarded_store", 1.0),
         ("grid_undercount", "cuda_floor_div_grid", 3.0), ("grid_undercount", "cuda_grid_capped", 2.5),
+        ("grid_undercount", "cuda_grid_axis_single", 3.0),
         ("reduction_axis", "cuda_block_capped", 2.0), ("reduction_axis", "cuda_block_smaller_than_row", 2.5),
         ("reduction_axis", "cuda_partials_not_combined", 2.5), ("write_race", "cuda_block_partials_race", 2.5),
         ("write_race", "cuda_shared_no_sync", 2.0), ("unwritten_output", "cuda_index_divided_in_place", 3.0),

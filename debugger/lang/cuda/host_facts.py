@@ -8,12 +8,16 @@
 - cuda_atomic_uninitialised_output: a buffer from torch::empty the kernel only accumulates into with
   atomics, never zeroed (no zero_/fill_/cudaMemset, no earlier launch writing it).
 - cuda_int32_index: a `numel()` handed to an `int` parameter (32-bit offsets on a large tensor).
+- cuda_grid_axis_single: the grid gives one block on an axis (`dim3 grid(1, ...)`) that the kernel reads
+  as an index it bounds by a size parameter (`int b = blockIdx.x; if (b < batch_size ...)`): only the
+  first slice (b = 0) is ever computed.
 Grid and block expressions are followed through the host function's declarations (`int blocks =
 ...`, `dim3 grid(a, b)`, `grid.x = ...`) and `#define` constants.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -162,7 +166,65 @@ def launch_facts(unit: Unit, launch: KernelLaunch, kernel: Function | None) -> l
     if cap is not None and not _steps_over(kernel, "blockDim") and not _steps_over(kernel, "gridDim"):
         out.append(Fact("cuda_block_capped", f"block of {launch.kernel} is capped ({text(cap)}) and {kernel.name} "
                                              f"has no block-stride loop", unit.pyline(cap), "cuda", kernel.name))
+    for axis in single_block_axes(launch, kernel):
+        out.append(Fact("cuda_grid_axis_single", f"grid of {launch.kernel} launches one block on {axis.axis} while "
+                                                 f"{kernel.name} bounds {axis.index} = blockIdx.{axis.axis} by "
+                                                 f"{axis.bound}: only {axis.index} = 0 is computed",
+                        unit.pyline(axis.literal), "cuda", kernel.name))
     out += _buffer_facts(unit, launch, kernel, line)
+    return out
+
+
+@dataclass
+class SingleBlockAxis:
+    """A grid axis given one block (`literal`, the `1`) while the kernel reads blockIdx.<axis> as `index`, bounded
+    by its parameter `bound`, which the launch passes as `extent`."""
+
+    axis: str
+    literal: Node
+    index: str
+    bound: str
+    extent: Node
+
+
+def _grid_dims(host: Function, grid: Node | None) -> list[Node] | None:
+    """The (x, y, z) expressions of a dim3 grid: `dim3 g(a, b)` declared in the host function, or `dim3(a, b)`."""
+    grid = unparen(grid) if grid is not None else None
+    if grid is None:
+        return None
+    if grid.type == "call_expression" and text(grid.child_by_field_name("function")) == "dim3":
+        return list(call_args(grid))
+    if grid.type != "identifier":
+        return None
+    for value in host.defs.get(text(grid), []):
+        if value.type in ("parameter_list", "argument_list"):  # `dim3 g(a, b);` parses as a declaration
+            return [c for c in value.named_children if c.type != "comment"]
+    return None
+
+
+def single_block_axes(launch: KernelLaunch, kernel: Function) -> list[SingleBlockAxis]:
+    """Grid axes of one block that the kernel bounds as an index by a size parameter the launch passes."""
+    dims = _grid_dims(launch.host, launch.grid)
+    if not dims:
+        return []
+    params = {p.name: i for i, p in enumerate(kernel.params) if not p.pointer}
+    out = []
+    for axis, dim in zip("xyz", dims):
+        if text(dim).strip() not in ("1", "1u"):
+            continue
+        indices = {name for name, values in kernel.defs.items()
+                   if any(re.sub(r"\s+", "", text(v)) == f"blockIdx.{axis}" for v in values)}
+        for cmp in kernel.nodes("binary_expression"):
+            op = text(cmp.child_by_field_name("operator"))
+            left, right = unparen(cmp.child_by_field_name("left")), unparen(cmp.child_by_field_name("right"))
+            if op not in ("<", ">=") or left.type not in ("identifier", "field_expression") \
+                    or right.type != "identifier":
+                continue
+            index, bound = text(left), text(right)
+            if (index in indices or index == f"blockIdx.{axis}") and bound in params \
+                    and params[bound] < len(launch.args):
+                out.append(SingleBlockAxis(axis, dim, index, bound, launch.args[params[bound]]))
+                break
     return out
 
 

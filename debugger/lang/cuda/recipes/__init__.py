@@ -7,6 +7,7 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | --- | --- | --- |
 | cuda_ceil_div_grid | cuda_floor_div_grid | grid_undercount |
 | cuda_grid_stride_loop | cuda_grid_capped | grid_undercount |
+| cuda_grid_axis_extent | cuda_grid_axis_single | grid_undercount |
 | cuda_block_stride_loop | cuda_block_capped | reduction_axis |
 | cuda_bounds_check | cuda_unguarded_load / _store | mask_missing |
 | cuda_decode_on_copy | cuda_index_divided_in_place | unwritten_output |
@@ -34,7 +35,8 @@ from debugger.lang.cuda.recipes.contiguous import CudaContiguousInputs
 from debugger.lang.cuda.recipes.coverage import CudaBatchLoop, CudaFusedAxisGuard
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.gelu import CudaExactGelu
-from debugger.lang.cuda.recipes.grid import CudaBlockStrideLoop, CudaCeilDivGrid, CudaGridStrideLoop
+from debugger.lang.cuda.recipes.grid import (CudaBlockStrideLoop, CudaCeilDivGrid, CudaGridAxisExtent,
+                                            CudaGridStrideLoop)
 from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
 from debugger.lang.cuda.recipes.pooling import CudaAvgPoolWindow
 from debugger.lang.cuda.recipes.precision import CudaFloatAccumulator
@@ -42,7 +44,7 @@ from debugger.lang.cuda.recipes.rowloop import CudaBlockStrideRow
 from debugger.lang.cuda.recipes.sync import CudaSyncThreads
 from debugger.lang.cuda.recipes.transposed import CudaTransposedConvWeight
 
-RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBlockStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(),
+RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaGridAxisExtent(), CudaBlockStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(),
            CudaFloatAccumulator(), CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(),
            CudaCombinePartials(), CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
            CudaExactGelu(), CudaTransposedConvWeight(), CudaAvgPoolWindow()]
@@ -50,4 +52,4 @@ RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaBlockStrideLoop(), CudaB
 __all__ = ["RECIPES", "CudaAtomicPartials", "CudaAvgPoolWindow", "CudaBatchLoop", "CudaBatchNormBatchStats",
            "CudaBlockStrideLoop", "CudaBlockStrideRow", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials",
            "CudaContiguousInputs", "CudaDecodeOnCopy", "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard",
-           "CudaGridStrideLoop", "CudaSyncThreads", "CudaTransposedConvWeight"]
+           "CudaGridAxisExtent", "CudaGridStrideLoop", "CudaSyncThreads", "CudaTransposedConvWeight"]

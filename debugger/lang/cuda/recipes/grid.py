@@ -9,6 +9,9 @@
   `for (int i = ...; i < n; i += blockDim.x * gridDim.x) { rest of the body }`; an early
   `if (i >= n) return;` right after it is dropped (the loop condition holds it). The capped host side
   stays as it is: the loop covers what the cap leaves out.
+- cuda_grid_axis_extent, fact `cuda_grid_axis_single`: a grid axis given one block (`dim3 grid(1, ...)`) that
+  the kernel reads as an index bounded by a size parameter (`int b = blockIdx.x; if (b < batch_size ...)`)
+  gets that parameter's launch argument as its extent, so every slice gets its blocks.
 - cuda_block_stride_loop, fact `cuda_block_capped`: the block is capped (`min(n, 1024)`, `n > 1024 ? 1024 :
   n`) and the kernel's `int j = threadIdx.x;` is bounded by `if (... || j >= n) return;`: the other exits
   are kept and the rest of the body runs in `for (int j = threadIdx.x; j < n; j += blockDim.x)`.
@@ -19,7 +22,8 @@ import re
 
 from tree_sitter import Node
 
-from debugger.lang.cuda.host_facts import _capped, _floor_divisions, _leaves, _steps_over, expansion
+from debugger.lang.cuda.host_facts import (_capped, _floor_divisions, _leaves, _steps_over, expansion,
+                                          single_block_axes)
 from debugger.lang.cuda.recipes.base import (CudaRecipe, UnitEdit, line_start, size_choices, starts_line,
                                              statements, syncs_in, wrap_rest)
 from debugger.lang.cuda.recipes.bounds import guard_edits
@@ -72,6 +76,24 @@ class CudaCeilDivGrid(CudaRecipe):
             if kernel is not None:
                 for guard, description in guard_edits(kernel, unit)[:2]:
                     yield edits + guard, f"ceil division for the grid of {launch.kernel} ({what}) and {description}"
+
+
+class CudaGridAxisExtent(CudaRecipe):
+    id = "cuda_grid_axis_extent"
+    bug_classes = ("grid_undercount",)
+    symptoms = ("never_written", "rows_unwritten", "slices_unwritten", "programs_missing")
+    description = "CUDA: give a one-block grid axis the extent the kernel bounds its index by"
+
+    def unit_fixes(self, unit: Unit, hints):
+        for launch in unit.launches:
+            kernel = unit.function(launch.kernel)
+            if kernel is None:
+                continue
+            axes = single_block_axes(launch, kernel)
+            if axes:
+                edits = [(a.literal.start_byte, a.literal.end_byte, text(a.extent)) for a in axes]
+                what = ", ".join(f"{a.axis}: {text(a.extent)} ({a.index} < {a.bound})" for a in axes)
+                yield edits, f"grid of {launch.kernel} spans the bounded index axes ({what})"
 
 
 def _top_index(fn: Function, accept) -> tuple[Node, str, Node] | None:
