@@ -998,3 +998,17 @@ def test_unified_diff_is_small():
         diff = list(difflib.unified_diff(case.src.splitlines(), first_patch(case).new_src.splitlines(), n=0))
         changed = [d for d in diff if d[:1] in "+-" and not d.startswith(("+++", "---"))]
         assert 0 < len(changed) <= 24, (name, len(changed))
+
+
+def test_grid_axis_extent_fixes_the_pattern_kernel_under_emulation():
+    """On the CPU through kdebug's CUDA emulation: the one-block batch axis leaves every row but the first
+    unwritten, the recipe's patch computes them all."""
+    from debugger.case import case_from_sources
+    from debugger.evaluate import evaluate, standard_checks
+    from tests.test_kb_patterns import ROOT, parse
+
+    _, _, _, blocks = parse(ROOT / "cuda-grid-axis-single-block.md")
+    patch = RECIPES["cuda_grid_axis_extent"].propose(blocks["before"])[0]
+    before = evaluate(case_from_sources(blocks["reference"], blocks["before"]), "cpu", checks=standard_checks()[:1])
+    after = evaluate(case_from_sources(blocks["reference"], patch.new_src), "cpu", checks=standard_checks()[:2])
+    assert before.status == "mismatch" and after.status == "pass", (before.message, after.message)
