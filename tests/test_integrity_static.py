@@ -201,6 +201,17 @@ CASES = [
      candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn getattr(torch, 're' + 'lu')(x)"),
      candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nreturn getattr(self, 'post')(out)",
                init="self.post = lambda t: t")),
+    # gemini level3/42's form: getattr of the layers its own module registered under f-string names; the same
+    # template read off torch is still hidden compute
+    ("obfuscated_call", RELU,
+     candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nname = 're'\nreturn getattr(torch, f'{{name}}lu')(out)"),
+     candidate(f"out = torch.empty_like(x)\n{LAUNCH}\nfor i in range(2):\n    out = getattr(self.post, f'step_{{i}}')(out)\n"
+               f"return out",
+               init="self.post = nn.Module()\nfor i in range(2):\n    self.post.add_module(f'step_{i}', nn.Identity())")),
+    ("obfuscated_call", RELU,
+     candidate(f"out = torch.empty_like(x)\n{LAUNCH}\ni = 'lu'\nreturn getattr(torch, f're{{i}}')(out)",
+               init="self.post = nn.Module()\nself.post.add_module(f're{1}', nn.Identity())"),
+     HONEST_RELU),
     ("obfuscated_call", MATMUL,
      candidate("c = torch.empty((16, 16))\ndot_kernel[(1,)](a, b, c, BLOCK=16)\nreturn eval('a.mm(b)')", args="a, b"),
      candidate("c = torch.empty((16, 16))\ndot_kernel[(1,)](a, b, c, BLOCK=16)\nreturn c", args="a, b")),

@@ -185,10 +185,42 @@ def introspection(ctx: Context) -> list[Finding]:
     return _unique(found)
 
 
+_REGISTERING = {"add_module", "register_module", "register_parameter", "register_buffer"}
+
+
+def _name_template(node: Node | None) -> str | None:
+    """A string literal or f-string with each interpolation written `{}` (`f"layer_{i}_ih"` -> "layer_{}_ih")."""
+    if node is None or node.type != "string":
+        return None
+    parts = []
+    for c in node.children:
+        if c.type == "string_content":
+            parts.append(text(c))
+        elif c.type == "interpolation":
+            parts.append("{}")
+    return "".join(parts)
+
+
+def _registered_names(ctx: Context) -> set[str]:
+    """The name templates the file registers on its modules: `m.add_module(NAME, ...)` (and register_module,
+    register_parameter, register_buffer) or `setattr(m, NAME, ...)`, NAME a literal or an f-string."""
+    names = set()
+    for node in ctx.file_nodes("call"):
+        callee = node.child_by_field_name("function")
+        positional, _ = call_args(node)
+        if callee.type == "attribute" and text(callee.child_by_field_name("attribute")) in _REGISTERING and positional:
+            names.add(_name_template(positional[0]))
+        elif _builtin_call(ctx, node, {"setattr"}) and len(positional) >= 2:
+            names.add(_name_template(positional[1]))
+    names.discard(None)
+    return {n for n in names if n.strip("{}")}  # a bare f"{name}" says nothing of which names
+
+
 @rule("obfuscated_call", REJECT,
       rationale="eval/exec, dynamic imports and getattr with computed names hide which function runs, so no "
                 "static rule can see it.")
 def obfuscated_call(ctx: Context) -> list[Finding]:
+    registered = _registered_names(ctx)
     found = [Finding("obfuscated_call", REJECT, f"imports {module}", line(node))
              for module, node in _modules_named(ctx, {"importlib", "runpy", "code", "codeop"})]
     for node in ctx.file_nodes("call"):
@@ -200,6 +232,8 @@ def obfuscated_call(ctx: Context) -> list[Finding]:
             positional, _ = call_args(node)
             if len(positional) >= 2 and string_value(positional[1]) is None:
                 owner = positional[0]
+                if not ctx.resolve(owner) and _name_template(positional[1]) in registered:
+                    continue  # one of the names the candidate's own modules registered (`add_module(f"layer_{i}", ...)`)
                 if ctx.resolve(owner) or ctx.kind(owner).is_tensor:
                     found.append(Finding("obfuscated_call", REJECT,
                                          f"getattr({text(owner)}, {ctx.source(positional[1])}) with a computed name",
