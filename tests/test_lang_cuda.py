@@ -467,7 +467,8 @@ def test_every_fact_tag_is_new_and_weighted_onto_a_known_class():
                 "cuda_partials_not_combined", "cuda_block_partials_race", "cuda_block_smaller_than_row",
                 "cuda_atomic_uninitialised_output", "cuda_half_accumulator", "cuda_int32_index",
                 "cuda_reads_running_stats", "cuda_guard_on_fused_axis", "cuda_index_fixed_at_zero",
-                "cuda_transposed_taps_flipped", "cuda_transposed_weight_out_major", "cuda_avgpool_counts_valid"}
+                "cuda_transposed_taps_flipped", "cuda_transposed_weight_out_major", "cuda_avgpool_counts_valid",
+                "cuda_grid_axis_single"}
     triton_tags = set(static.RECIPE_TAGS.values()) | {"unmasked_load", "unmasked_store", "other_fill",
                                                       "uses_atomics", "floor_div_grid"}
     assert not produced & triton_tags
@@ -478,6 +479,7 @@ def test_every_fact_tag_is_new_and_weighted_onto_a_known_class():
     assert weighted["cuda_floor_div_grid"] == "grid_undercount"
     assert weighted["cuda_guard_on_fused_axis"] == "unwritten_output"
     assert weighted["cuda_index_fixed_at_zero"] == "grid_undercount"
+    assert weighted["cuda_grid_axis_single"] == "grid_undercount"
     assert weighted["cuda_transposed_taps_flipped"] == weighted["cuda_transposed_weight_out_major"] == \
         "operator_misread"
 
