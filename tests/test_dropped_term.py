@@ -88,7 +88,8 @@ class ModelNew(nn.Module):
 '''
 
 # Model: Linear, then `x += self.offset` of shape (1, o), then tanh. The answer keeps an nn.Linear module and
-# hands its bias to the kernel; its own attribute `offset` is something else, so the term takes another name.
+# hands a contiguous view of its bias to the kernel; its own attribute `offset` is something else, so the term
+# takes another name.
 OFFSET_REF = '''
 import torch
 import torch.nn as nn
@@ -126,7 +127,7 @@ class ModelNew(nn.Module):
         self.offset = 0  # the answer's own bookkeeping, not Model's offset
 
     def forward(self, x):
-        return linear_act(x, self.fc.weight, self.fc.bias, True)
+        return linear_act(x, self.fc.weight, self.fc.bias.contiguous(), True)
 '''
 
 

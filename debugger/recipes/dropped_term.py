@@ -97,8 +97,12 @@ def dropped_terms(reference_src: str, parameter_map: dict | None) -> list[Droppe
     return found
 
 
+_VIEWS = {"contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "float", "to", "detach"}
+
+
 def _forward_uses(cls: ast.ClassDef, dotted: str) -> list[ast.Attribute]:
-    """`self.<dotted>` handed as an argument to a call in ModelNew.forward."""
+    """`self.<dotted>` handed as an argument to a call in ModelNew.forward, as it is or as a view of it
+    (`self.bias.contiguous()`): the attribute node itself."""
     forward = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
     if forward is None:
         return []
@@ -106,6 +110,8 @@ def _forward_uses(cls: ast.ClassDef, dotted: str) -> list[ast.Attribute]:
     for node in ast.walk(forward):
         if isinstance(node, ast.Call):
             for arg in list(node.args) + [k.value for k in node.keywords]:
+                while isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in _VIEWS:
+                    arg = arg.func.value
                 if isinstance(arg, ast.Attribute) and _self_attr(arg) == dotted:
                     uses.append(arg)
     return uses
