@@ -80,9 +80,10 @@ class KBBackend:
                     seen.add(p.new_src)
                     base.append(p)
         parameter_map = (diagnosis.get("evaluation") or {}).get("parameter_map")
-        host_fixes = [dropped_term_patch(candidate_src, context.get("reference_src") or "", parameter_map)]
+        reference_src = context.get("reference_src") or ""
+        host_fixes = [dropped_term_patch(candidate_src, reference_src, parameter_map)]
         if "parameter_init" in class_conf:  # host-side fixes: they need the reference and the correspondence
-            host_fixes.append(parameter_init_patch(candidate_src, context.get("reference_src") or "", parameter_map))
+            host_fixes.append(parameter_init_patch(candidate_src, reference_src, parameter_map))
         for fix in host_fixes:
             if fix is not None and fix.new_src not in seen:
                 seen.add(fix.new_src)

@@ -81,8 +81,7 @@ def dropped_terms(reference_src: str, parameter_map: dict | None) -> list[Droppe
         tree = ast.parse(reference_src)
     except SyntaxError:
         return []
-    model = _class(tree, "Model")
-    forward = next((n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    forward = _forward(_class(tree, "Model"))
     if forward is None:
         return []
     found = []
@@ -100,10 +99,14 @@ def dropped_terms(reference_src: str, parameter_map: dict | None) -> list[Droppe
 _VIEWS = {"contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "float", "to", "detach"}
 
 
+def _forward(cls: ast.ClassDef | None) -> ast.FunctionDef | None:
+    return next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+
+
 def _forward_uses(cls: ast.ClassDef, dotted: str) -> list[ast.Attribute]:
     """`self.<dotted>` handed as an argument to a call in ModelNew.forward, as it is or as a view of it
     (`self.bias.contiguous()`): the attribute node itself."""
-    forward = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    forward = _forward(cls)
     if forward is None:
         return []
     uses = []
@@ -117,8 +120,8 @@ def _forward_uses(cls: ast.ClassDef, dotted: str) -> list[ast.Attribute]:
     return uses
 
 
-def _free_name(candidate_src: str, name: str) -> str:
-    taken = {n.attr for n in ast.walk(ast.parse(candidate_src)) if isinstance(n, ast.Attribute)}
+def _free_name(tree: ast.Module, name: str) -> str:
+    taken = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     if name not in taken:
         return name
     k = 1
@@ -153,7 +156,7 @@ def dropped_term_patch(candidate_src: str, reference_src: str, parameter_map: di
         uses = _forward_uses(new, t.bias)
         if not uses or any(u.lineno != u.end_lineno for u in uses):
             continue
-        name = _free_name(candidate_src, t.term)
+        name = _free_name(tree, t.term)
         held.append((name, t))
         spans += [(u.lineno, u.col_offset, u.end_col_offset,
                    f"(self.{t.bias} + self.{name}.reshape(self.{t.bias}.shape))") for u in uses]
