@@ -4,8 +4,10 @@ KernelBench's published inputs reach 16 GB: a check takes 10-15 s on an H200 and
 cannot run them at all. `small` scales the module-level int constants that get_inputs() reads (batch-
 like names first, then the largest) by halving, until the inputs fit a byte budget: halving keeps
 the divisibility a reference usually relies on, and constants only get_init_inputs() reads (channels,
-kernel sizes, heads) are the operator's hyperparameters and stay. The input bytes are measured by the
-reference worker, which draws get_inputs() on the meta device (nothing is allocated).
+kernel sizes, heads) are the operator's hyperparameters and stay, unless the reference's parameters
+exceed their own budget (a Linear of 32768 x 32768 features: 4 GiB of weights, which no reduced batch
+makes smaller): then the constants get_init_inputs() reads are halved too, largest first, until they fit. The input and parameter bytes are measured by
+the reference worker, which draws get_inputs() and builds Model on the meta device (nothing is allocated).
 
 `auto` means: reduced sizes for the repair loop, published sizes for the final verdict where they fit
 the device; `published` never reduces.
@@ -21,6 +23,11 @@ BUDGET_BYTES = {"cpu": 1 << 20, "cuda": 256 << 20}  # inputs of one check at red
 # kernels are interpreted (Triton) or emulated (CUDA) at well under a GFLOP/s: a 3-D convolution whose
 # inputs fit 1 MiB still took minutes a check. On a GPU the bytes alone decide.
 BUDGET_FLOPS = {"cpu": 100_000_000, "cuda": None}
+# The reference's parameters and buffers: beyond this, the widths its layers are built with shrink too (an 8192 x
+# 8192 Linear, 256 MiB, as in many level-2 tasks, stays).
+# Every check holds Model's and ModelNew's weights, and the parameter map a third copy; qwencoder level2/56's
+# 32768 x 32768 Linear could not be allocated on a 23 GB CPU host, nor beside other jobs on a GPU.
+BUDGET_PARAM_BYTES = {"cpu": 512 << 20, "cuda": 2 << 30}
 BATCH_LIKE = re.compile(r"batch|^b$|^bs$|^n$|^m$|num_samples|samples", re.I)
 # Per check the workers hold the inputs about five times over (pristine, clone, float64 copies) plus
 # outputs of similar size: the estimate a scheduler can pack by.
@@ -30,8 +37,32 @@ CHECK_MEMORY_FACTOR = 8
 def input_constants(reference_src: str) -> dict[str, int]:
     """Module-level int constants (> 1) that get_inputs() reads, in the order to scale them."""
     tree = ast.parse(reference_src)
-    consts: dict[str, int] = {}
-    known: dict[str, int] = {}  # every int constant so far, for expressions that name one (`N = 2048 * 2`)
+    consts = {k: v for k, v in _int_constants(tree).items() if v > 1}
+    get_inputs = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    if get_inputs is None:
+        return {}
+    used = {n.id for n in ast.walk(get_inputs) if isinstance(n, ast.Name)}
+    init = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_init_inputs"), None)
+    hyper = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} if init is not None else set()
+    keep = {k: v for k, v in consts.items() if k in used and k not in hyper}
+    return dict(sorted(keep.items(), key=lambda kv: (not BATCH_LIKE.search(kv[0]), -kv[1])))
+
+
+def init_constants(reference_src: str) -> dict[str, int]:
+    """Module-level int constants (> 1) get_init_inputs() reads (the widths Model's layers are built
+    with), largest first: what shrinks a reference's parameters."""
+    tree = ast.parse(reference_src)
+    init = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_init_inputs"), None)
+    if init is None:
+        return {}
+    read = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}
+    keep = {k: v for k, v in _int_constants(tree).items() if k in read and v > 1}
+    return dict(sorted(keep.items(), key=lambda kv: -kv[1]))
+
+
+def _int_constants(tree: ast.Module) -> dict[str, int]:
+    """The module's int constants in order, each expression read with the ones before (`N = 2048 * 2`)."""
+    known: dict[str, int] = {}
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
@@ -41,19 +72,9 @@ def input_constants(reference_src: str) -> dict[str, int]:
             if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) else [])
         for t, v in pairs:
             value = _int_value(v, known) if isinstance(t, ast.Name) else None
-            if value is None:
-                continue
-            known[t.id] = value
-            if value > 1:
-                consts[t.id] = value
-    get_inputs = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
-    if get_inputs is None:
-        return {}
-    used = {n.id for n in ast.walk(get_inputs) if isinstance(n, ast.Name)}
-    init = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_init_inputs"), None)
-    hyper = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} if init is not None else set()
-    keep = {k: v for k, v in consts.items() if k in used and k not in hyper}
-    return dict(sorted(keep.items(), key=lambda kv: (not BATCH_LIKE.search(kv[0]), -kv[1])))
+            if value is not None:
+                known[t.id] = value
+    return known
 
 
 _INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
@@ -74,36 +95,53 @@ def _int_value(node: ast.AST, known: dict[str, int]) -> int | None:
 
 
 def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40,
-                  flop_budget: int | None = None) -> tuple[dict, int, int]:
+                  flop_budget: int | None = None, param_budget: int | None = None) -> tuple[dict, int, int]:
     """(shapes, bytes at published sizes, bytes at the returned shapes). `measure(shapes)` returns
-    the input bytes for a shapes override, or (bytes, reference FLOPs or None), or None when get_inputs()
-    cannot be drawn so. With `flop_budget`, shapes are halved until the reference's FLOPs fit it too."""
+    the input bytes for a shapes override, or (bytes, reference FLOPs or None[, parameter bytes or None]),
+    or None when get_inputs() cannot be drawn so. With `flop_budget`, shapes are halved until the
+    reference's FLOPs fit it too; with `param_budget`, the constants get_init_inputs() reads are halved
+    (largest first) while the parameters exceed it."""
     consts = input_constants(reference_src)
+    shared = init_constants(reference_src) if param_budget is not None else {}
 
     def sized(shapes: dict):
         got = measure(shapes)
-        return got if got is None or isinstance(got, tuple) else (got, None)
+        if got is None:
+            return None
+        got = got if isinstance(got, tuple) else (got,)
+        return (tuple(got) + (None, None))[:3]
+
+    def params_fit(m) -> bool:
+        return param_budget is None or m[2] is None or m[2] <= param_budget
+
+    def inputs_fit(m) -> bool:
+        return m[0] <= budget and (flop_budget is None or m[1] is None or m[1] <= flop_budget)
 
     def fits(m) -> bool:
-        return m[0] <= budget and (flop_budget is None or m[1] is None or m[1] <= flop_budget)
+        return inputs_fit(m) and params_fit(m)
 
     first = sized({})
     published = first[0] if first else None
-    if first is None or fits(first) or not consts:
+    if first is None or fits(first) or not (consts or shared):
         return {}, published or 0, published or 0
     shapes: dict[str, int] = {}
     now = first
     for _ in range(max_steps):
         if fits(now):
             break
-        # halve the first constant (in scaling order) that can still shrink
-        name = next((k for k in consts if shapes.get(k, consts[k]) >= 4), None)
+        name = None
+        if not params_fit(now):  # the weights: halve the largest width they are built with
+            name = max((k for k in shared if shapes.get(k, shared[k]) >= 4),
+                       key=lambda k: shapes.get(k, shared[k]), default=None)
+        if name is None and not inputs_fit(now):  # halve the first constant (in scaling order) that can shrink
+            name = next((k for k in consts if shapes.get(k, consts[k]) >= 4), None)
         if name is None:
             break
-        trial = dict(shapes, **{name: max(2, shapes.get(name, consts[name]) // 2)})
+        base = consts if name in consts else shared
+        trial = dict(shapes, **{name: max(2, shapes.get(name, base[name]) // 2)})
         got = sized(trial)
         if got is None:
-            consts.pop(name)
+            base.pop(name)
             continue
         shapes, now = trial, got
     return shapes, published, now[0]

@@ -457,6 +457,41 @@ def test_small_sizes_on_the_cpu_also_bound_the_reference_s_flops():
     assert report.status == "pass", report.message
 
 
+def test_small_sizes_also_shrink_the_widths_of_weights_too_large_to_hold():
+    """A 32768 x 32768 Linear (qwencoder level2/56's task) is 4 GiB of weights whatever the batch: the
+    widths get_init_inputs() reads halve, largest first, until the parameters fit their budget; an 8192
+    x 8192 layer (256 MiB, as in many level-2 tasks) keeps its published width."""
+    from debugger.sizes import BUDGET_PARAM_BYTES, init_constants, input_constants
+
+    huge = LINEAR_WIDE_REF.replace("features = 4096", "features = 32768")
+    assert list(input_constants(huge)) == ["batch_size"] and init_constants(huge) == {"features": 32768}
+    report = evaluate(case_from_sources(huge, huge.replace("class Model(", "class ModelNew(")),
+                      "cpu", checks=[kernelbench_checks()[0]], sizes="small")
+    assert report.sizes["shapes"] == {"features": 8192, "batch_size": 2}, report.sizes
+    assert report.sizes["published_param_bytes"] > BUDGET_PARAM_BYTES["cpu"] >= report.sizes["param_bytes"]
+    assert report.status == "pass", report.message
+    wide = evaluate(case_from_sources(LINEAR_WIDE_REF.replace("features = 4096", "features = 8192"),
+                                      LINEAR_WIDE_REF.replace("class Model(", "class ModelNew(")),
+                    "cpu", checks=[kernelbench_checks()[0]], sizes="small")
+    assert wide.sizes["shapes"] == {"batch_size": 2}, wide.sizes
+
+
+def test_the_weights_budget_halves_the_largest_width_first_and_leaves_the_batch_to_the_inputs():
+    from debugger.sizes import reduce_shapes
+
+    ref = LINEAR_WIDE_REF.replace("features = 4096", "features = 32768").replace(
+        "return [features]", "return [features, hidden]").replace("batch_size = 64", "batch_size = 64\nhidden = 1024")
+    seen = []
+
+    def measure(shapes):  # inputs batch x features, weights features x hidden
+        seen.append(dict(shapes))
+        s = {"batch_size": 64, "features": 32768, "hidden": 1024, **shapes}
+        return s["batch_size"] * s["features"] * 4, None, s["features"] * s["hidden"] * 4
+
+    shapes, _, _ = reduce_shapes(ref, measure, budget=1 << 30, param_budget=32 << 20)
+    assert shapes == {"features": 8192}, seen  # the inputs fit: the batch stays; hidden, smaller, waits
+
+
 def test_parameter_init_is_proved_when_only_layouts_fail_besides_kernelbench():
     # a kernel right on the task's own (contiguous) inputs that assumes contiguity: reads x flat
     flat = OWN_INIT.replace("        x = x.contiguous()\n", "")

@@ -265,28 +265,30 @@ class ReferenceRole:
                 with torch.device("meta"):
                     raw = self.module.get_inputs()
                 total = sum(x.numel() * x.element_size() for x in raw if isinstance(x, torch.Tensor))
-                forward_error, flops = self._meta_forward(raw)
+                forward_error, flops, params = self._meta_forward(raw)
         except Exception as e:  # noqa: BLE001 - these shapes cannot be drawn: the plan skips them
             return {"ok": False, "error": f"{type(e).__name__}: {e}"[:300]}, None
         free = torch.cuda.mem_get_info()[0] if self.device == "cuda" else None
         return {"ok": True, "bytes": int(total), "device_free": free, "forward_error": forward_error,
-                "flops": flops}, None
+                "flops": flops, "param_bytes": params}, None
 
-    def _meta_forward(self, raw: list) -> tuple[str | None, int | None]:
+    def _meta_forward(self, raw: list) -> tuple[str | None, int | None, int | None]:
         """The reference's forward on these (meta) inputs: why it fails (shapes a pooling window or a kernel
-        no longer fits, halved to below the kernel size, fail here on shapes alone), or None; and the FLOPs
+        no longer fits, halved to below the kernel size, fail here on shapes alone), or None; the FLOPs
         of its matmuls and convolutions (torch's FlopCounterMode), which bound what a check costs where
-        kernels are interpreted or emulated."""
+        kernels are interpreted or emulated; and the bytes of Model's parameters and buffers."""
         from torch.utils.flop_counter import FlopCounterMode
 
+        params = None
         try:
             with torch.device("meta"), torch.no_grad():
                 model = self.module.Model(*self.module.get_init_inputs())
+                params = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
                 with FlopCounterMode(display=False) as counter:
                     model(*raw)
         except Exception as e:  # noqa: BLE001 - the reason is the answer
-            return f"{type(e).__name__}: {e}"[:300], None
-        return None, int(counter.get_total_flops())
+            return f"{type(e).__name__}: {e}"[:300], None, params
+        return None, int(counter.get_total_flops()), params
 
     def sanity(self, header: dict) -> tuple[dict, None]:
         """Flag a reference that cannot tell right from wrong."""
