@@ -256,9 +256,10 @@ def repaired_case(case: Path, repaired: Path, folder: Path) -> Path:
 
 
 # -- sharing one GPU -----------------------------------------------------------------------------
-def input_bytes(reference: Path) -> int | None:
-    """Bytes of the task's published inputs, drawn on the meta device (nothing allocated). The
-    reference is the task's own file, not the answer; it runs here only to size the inputs."""
+def task_bytes(reference: Path) -> tuple[int, int] | None:
+    """Bytes of the task's published inputs and of Model's parameters and buffers, drawn and built on
+    the meta device (nothing allocated). The reference is the task's own file, not the answer; it runs
+    here only to size them."""
     import importlib.util
 
     import torch
@@ -269,9 +270,19 @@ def input_bytes(reference: Path) -> int | None:
         spec.loader.exec_module(module)
         with torch.device("meta"):
             xs = module.get_inputs()
-        return sum(x.numel() * x.element_size() for x in xs if isinstance(x, torch.Tensor))
+            inputs = sum(x.numel() * x.element_size() for x in xs if isinstance(x, torch.Tensor))
+            try:
+                model = module.Model(*module.get_init_inputs())
+                params = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+            except Exception:  # noqa: BLE001 - the inputs alone then
+                params = 0
+        return inputs, params
     except Exception:  # noqa: BLE001 - unsized: scheduled as if it were large
         return None
+
+
+# Model's, ModelNew's and the parameter map's copy of the weights, and the float64 reference's
+PARAM_COPIES = 5
 
 
 class DeviceMemory:
@@ -283,12 +294,15 @@ class DeviceMemory:
         self.cond = threading.Condition()
 
     def need(self, reference: Path) -> int:
-        """What a task's checks are estimated to hold on the GPU (the whole budget when its inputs cannot
-        be sized without running it)."""
+        """What a task's checks are estimated to hold on the GPU: its inputs and its weights, several
+        times over (the whole budget when they cannot be sized without running it). Answers that create a
+        cuBLAS handle per call allocate outside PyTorch's allocator and never check its status: an
+        underestimate can starve them (suspected where opus level2/40 was judged nondeterministic on an
+        H100 shared by four jobs whose weights were not counted)."""
         from debugger.sizes import check_memory_estimate
 
-        size = input_bytes(reference)
-        return check_memory_estimate(size) if size is not None else self.budget
+        size = task_bytes(reference)
+        return check_memory_estimate(size[0]) + PARAM_COPIES * size[1] if size is not None else self.budget
 
     def hold(self, need: int):
         need = min(need, self.budget)

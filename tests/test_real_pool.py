@@ -271,3 +271,40 @@ def test_verify_repairs_judges_each_repaired_folder(tmp_path, monkeypatch):
     assert "| runA/level2/7 | pass | mismatch | accept |" in table
     with pytest.raises(SystemExit):
         real_pool.parse(["--verify-repairs", str(tmp_path / "nowhere")])
+
+
+WIDE_LINEAR_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.fc = nn.Linear(features, features)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def get_inputs():
+    return [torch.rand(128, 16384)]
+
+
+def get_init_inputs():
+    return [16384]
+"""
+
+
+def test_a_task_s_gpu_memory_need_counts_its_weights_as_well_as_its_inputs(tmp_path):
+    """A 16384 x 16384 Linear is 1 GiB of weights beside 8 MiB of inputs: the scheduler that shares a
+    GPU between jobs counts both (nothing is allocated to size them)."""
+    from debugger.sizes import check_memory_estimate
+
+    (tmp_path / "reference.py").write_text(WIDE_LINEAR_REF)
+    inputs, params = real_pool.task_bytes(tmp_path / "reference.py")
+    assert inputs == 128 * 16384 * 4 and params == (16384 * 16384 + 16384) * 4
+    memory = real_pool.DeviceMemory(100 << 30)
+    assert memory.need(tmp_path / "reference.py") == check_memory_estimate(inputs) + real_pool.PARAM_COPIES * params
+    (tmp_path / "broken.py").write_text("raise RuntimeError('no')\n")
+    assert memory.need(tmp_path / "broken.py") == 100 << 30  # unsized: the whole budget
