@@ -143,7 +143,7 @@ def _float(v):
 
 
 def evaluate(case: Case, device: str | None = None, *, atol: float | None = None, rtol: float | None = None,
-             timeout: float = 120.0, memory_limit_gb: float = 16.0, checks: list[dict] | None = None,
+             timeout: float = 120.0, memory_limit_gb: float | None = None, checks: list[dict] | None = None,
              capture: bool = False, fail_fast: bool = False, semantics: str = "kernel",
              kb_tolerance: float | None = None, sizes: str = "published") -> EvalReport:
     """Evaluate a candidate against its reference; see `run_evaluation` for the tensors too."""
@@ -153,7 +153,7 @@ def evaluate(case: Case, device: str | None = None, *, atol: float | None = None
 
 
 def run_evaluation(case: Case, device: str | None = None, *, atol: float | None = None,
-                   rtol: float | None = None, timeout: float = 120.0, memory_limit_gb: float = 16.0,
+                   rtol: float | None = None, timeout: float = 120.0, memory_limit_gb: float | None = None,
                    checks: list[dict] | None = None, capture: bool = False,
                    fail_fast: bool = False, sandbox=None, semantics: str = "kernel",
                    kb_tolerance: float | None = None, sizes: str = "published") -> Evaluation:

@@ -97,6 +97,14 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def default_memory_limit_gb(cfg: dict | None = None) -> float:
+    """The sandbox's resident-memory limit where no flag sets one: KDEBUG_MEMORY_LIMIT_GB, the config
+    file, else 16 GiB. Every evaluation a command starts uses it, the gate's included (which, left at
+    16 GiB under KDEBUG_MEMORY_LIMIT_GB=48, killed a 32768 x 32768 Linear's hidden-shape checks on a GPU)."""
+    cfg = _config() if cfg is None else cfg
+    return float(os.environ.get("KDEBUG_MEMORY_LIMIT_GB") or cfg.get("memory_limit_gb") or Settings.memory_limit_gb)
+
+
 def resolve(**flags) -> Settings:
     """Merge flags (non-None) over KDEBUG_*/OPENAI_* environment over the config file over defaults."""
     cfg = _config()
@@ -104,8 +112,7 @@ def resolve(**flags) -> Settings:
     s = Settings()
     s.device = flags.get("device") or env.get("KDEBUG_DEVICE") or cfg.get("device") or default_device()
     s.timeout = float(flags.get("timeout") or env.get("KDEBUG_TIMEOUT") or cfg.get("timeout") or s.timeout)
-    s.memory_limit_gb = float(flags.get("memory_limit_gb") or env.get("KDEBUG_MEMORY_LIMIT_GB")
-                              or cfg.get("memory_limit_gb") or s.memory_limit_gb)
+    s.memory_limit_gb = float(flags.get("memory_limit_gb") or default_memory_limit_gb(cfg))
     s.base_url = flags.get("base_url") or env.get("OPENAI_BASE_URL") or cfg.get("base_url")
     s.api_key = flags.get("api_key") or env.get("OPENAI_API_KEY") or cfg.get("api_key")
     s.model = flags.get("model") or env.get("KDEBUG_MODEL") or cfg.get("model")

@@ -145,3 +145,18 @@ def test_after_a_crash_the_next_checks_run_in_a_fresh_worker():
     crashed, after = report.checks
     assert crashed.status == "runtime_error" and "crashed" in crashed.message
     assert after.status == "pass" and after.passed, after.message
+
+
+def test_an_evaluation_that_names_no_memory_limit_keeps_the_one_the_command_set(monkeypatch):
+    """KDEBUG_MEMORY_LIMIT_GB sets a new sandbox's limit; an evaluation that names none (the gate's,
+    inside a repair or `kdebug check`) keeps the sandbox's limit instead of putting back 16 GiB (a 32768 x
+    32768 Linear's hidden-shape checks were killed at 16 GiB on a GPU under KDEBUG_MEMORY_LIMIT_GB=48)."""
+    from debugger.sandbox import pool
+
+    monkeypatch.setattr(pool, "_SANDBOXES", {})
+    monkeypatch.setenv("KDEBUG_MEMORY_LIMIT_GB", "48")
+    sb = pool.get_sandbox("cpu")
+    assert sb.memory_bytes == 48 << 30
+    assert pool.get_sandbox("cpu", memory_limit_gb=20).memory_bytes == 20 << 30
+    assert pool.get_sandbox("cpu").memory_bytes == 20 << 30 and pool.get_sandbox("cpu") is sb
+    assert pool.get_sandbox("cpu", memory_limit_gb=0).memory_bytes is None

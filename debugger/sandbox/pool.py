@@ -23,7 +23,7 @@ from debugger import trace
 from debugger.errors import SandboxError
 from debugger.sandbox import channel
 from debugger.sandbox.guard import scrubbed_env
-from debugger.settings import data_dir
+from debugger.settings import data_dir, default_memory_limit_gb
 
 
 class WorkerTimeout(Exception):
@@ -255,14 +255,17 @@ _SANDBOXES: dict[tuple, Sandbox] = {}
 _SANDBOXES_LOCK = threading.Lock()
 
 
-def get_sandbox(device: str, timeout: float = 120.0, memory_limit_gb: float = 16.0) -> Sandbox:
-    """The process-wide warm sandbox for a device (created on first use)."""
+def get_sandbox(device: str, timeout: float = 120.0, memory_limit_gb: float | None = None) -> Sandbox:
+    """The process-wide warm sandbox for a device (created on first use). Without `memory_limit_gb`
+    the limit stays what it is (settings.default_memory_limit_gb() for a new one); 0: none."""
     with _SANDBOXES_LOCK:
         sb = _SANDBOXES.get((device,))
         if sb is None:
-            sb = _SANDBOXES[(device,)] = Sandbox(device, timeout=timeout, memory_limit_gb=memory_limit_gb)
+            limit = default_memory_limit_gb() if memory_limit_gb is None else memory_limit_gb
+            sb = _SANDBOXES[(device,)] = Sandbox(device, timeout=timeout, memory_limit_gb=limit)
         sb.timeout = timeout
-        sb.memory_bytes = int(memory_limit_gb * 2**30) if memory_limit_gb else None
+        if memory_limit_gb is not None:
+            sb.memory_bytes = int(memory_limit_gb * 2**30) if memory_limit_gb else None
         return sb
 
 
