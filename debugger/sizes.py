@@ -6,8 +6,9 @@ like names first, then the largest) by halving, until the inputs fit a byte budg
 the divisibility a reference usually relies on, and constants only get_init_inputs() reads (channels,
 kernel sizes, heads) are the operator's hyperparameters and stay, unless the reference's parameters
 exceed their own budget (a Linear of 32768 x 32768 features: 4 GiB of weights, which no reduced batch
-makes smaller): then the constants get_init_inputs() reads are halved too, largest first, until they fit. The input and parameter bytes are measured by
-the reference worker, which draws get_inputs() and builds Model on the meta device (nothing is allocated).
+makes smaller): then the constants get_init_inputs() reads are halved too, largest first, until they
+fit. The input and parameter bytes are measured by the reference worker, which draws get_inputs() and
+builds Model on the meta device (nothing is allocated).
 
 `auto` means: reduced sizes for the repair loop, published sizes for the final verdict where they fit
 the device; `published` never reduces.

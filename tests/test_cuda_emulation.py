@@ -15,6 +15,7 @@ from debugger.case import case_from_sources
 from debugger.evaluate import evaluate, kernelbench_checks, standard_checks
 from debugger.lang.cuda import emulate
 from debugger.lang.cuda.emulate.translate import Untranslatable, blocker, translate, unit_prelude
+from tests.conftest import write_case
 
 
 def test_launches_become_runtime_calls_with_lines_kept():
@@ -309,10 +310,7 @@ def test_kb_repair_on_the_cpu_fixes_a_cuda_answer_whose_only_fault_is_its_parame
     from tests.test_real_param_init import CANDIDATE, OWN, REFERENCE
 
     monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
-    (tmp_path / "case").mkdir()
-    (tmp_path / "case" / "reference.py").write_text(REFERENCE)
-    (tmp_path / "case" / "candidate.py").write_text(CANDIDATE.replace("INIT", OWN))
-    case = load_case(tmp_path / "case")
+    case = load_case(write_case(tmp_path / "case", REFERENCE, CANDIDATE.replace("INIT", OWN)))
     result = repair(case, backend="kb", device="cpu", write_files=False, semantics="kernelbench", write_back=False)
     assert result.status == "repaired", result.message
     assert result.bug_class == "parameter_init" and result.iterations == 1

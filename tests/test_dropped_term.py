@@ -7,6 +7,7 @@ import pytest
 from debugger.case import case_from_sources
 from debugger.evaluate import evaluate, kernelbench_checks, standard_checks
 from debugger.recipes.dropped_term import dropped_term_patch, dropped_terms
+from tests.conftest import write_case
 
 KERNEL = '''
 import torch
@@ -174,10 +175,7 @@ def test_kb_repair_restores_the_dropped_term_and_the_gate_accepts(tmp_path, monk
     from debugger.repair import repair
 
     monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
-    (tmp_path / "case").mkdir()
-    (tmp_path / "case" / "reference.py").write_text(ADD_VALUE_REF)
-    (tmp_path / "case" / "candidate.py").write_text(ADD_VALUE_ANSWER)
-    case = load_case(tmp_path / "case")
+    case = load_case(write_case(tmp_path / "case", ADD_VALUE_REF, ADD_VALUE_ANSWER))
     diag = diagnose(case, "cpu", experiments=False, probes=False, localise=False)
     misread = next(h for h in diag.hypotheses if h["bug_class"] == "operator_misread")
     assert any("add_value, added right after matmul" in e for e in misread["evidence"])

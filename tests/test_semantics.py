@@ -8,6 +8,7 @@ import torch
 from debugger import params
 from debugger.case import case_from_sources
 from debugger.evaluate import evaluate, kernelbench_checks, standard_checks
+from tests.conftest import write_case
 
 AFFINE_REF = '''
 import torch
@@ -348,10 +349,7 @@ def test_kb_repair_fixes_parameter_init_of_a_linear_kernel_and_the_gate_accepts(
     from debugger.repair import repair
 
     monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
-    (tmp_path / "case").mkdir()
-    (tmp_path / "case" / "reference.py").write_text(LINEAR_REF)
-    (tmp_path / "case" / "candidate.py").write_text(LINEAR_OWN_INIT)
-    case = load_case(tmp_path / "case")
+    case = load_case(write_case(tmp_path / "case", LINEAR_REF, LINEAR_OWN_INIT))
     diag = diagnose(case, "cpu", experiments=False, probes=False, localise=False)
     assert diag.bug_class == "parameter_init"
     assert any("weight (Model's gemm.weight" in e for e in diag.hypotheses[0]["evidence"])
@@ -534,10 +532,7 @@ def test_a_weight_held_transposed_is_matched_and_its_parameter_init_repaired(tmp
     from debugger.repair import repair
 
     monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
-    (tmp_path / "case").mkdir()
-    (tmp_path / "case" / "reference.py").write_text(LINEAR_REF)
-    (tmp_path / "case" / "candidate.py").write_text(LINEAR_TRANSPOSED_OWN_INIT)
-    case = load_case(tmp_path / "case")
+    case = load_case(write_case(tmp_path / "case", LINEAR_REF, LINEAR_TRANSPOSED_OWN_INIT))
     report = evaluate(case, "cpu", checks=[standard_checks()[0], kernelbench_checks()[0]], semantics="kernelbench")
     assert _pairs(report)["weight"] == ("gemm.weight", "transposed")
     assert report.verdicts["kernel"]["status"] == "pass" and report.status == "mismatch"

@@ -17,6 +17,7 @@ from debugger.backends.ranking import RecipeRanker, diagnosis_features
 from debugger.recipes import propose_all, sibling_ranks
 from debugger.recipes.mutations import mutations
 from debugger.recipes.dropped_term import dropped_term_patch
+from debugger.recipes.frozen_scalar import frozen_scalar_patch
 from debugger.recipes.parameter_init import parameter_init_patch
 
 CLASS_WEIGHT = 6.0
@@ -82,7 +83,9 @@ class KBBackend:
         parameter_map = (diagnosis.get("evaluation") or {}).get("parameter_map")
         reference_src = context.get("reference_src") or ""
         host_fixes = [dropped_term_patch(candidate_src, reference_src, parameter_map)]
-        if "parameter_init" in class_conf:  # host-side fixes: they need the reference and the correspondence
+        frozen = frozen_scalar_patch(candidate_src, reference_src, parameter_map)
+        host_fixes.append(frozen)  # it carries parameter_init too: the plain one alone would leave the scalar
+        if "parameter_init" in class_conf and frozen is None:  # host-side fixes need the reference and the map
             host_fixes.append(parameter_init_patch(candidate_src, reference_src, parameter_map))
         for fix in host_fixes:
             if fix is not None and fix.new_src not in seen:

@@ -82,16 +82,12 @@ def _site(module: SourceModule, fn: Function, kinds: ValueKinds, node: Node) -> 
     return None
 
 
-_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "squeeze", "unsqueeze", "flatten", "t", "contiguous",
-                 "expand", "expand_as", "to", "float", "detach"}
-
-
 def _module_tensor(node: Node | None) -> bool:
     """`self.a.b`, or a view of it (`self.bias.reshape(-1)`): a tensor the module holds, not a value of forward."""
     node = unparen(node) if node is not None else None
     while node is not None and node.type == "call":
         callee = unparen(node.child_by_field_name("function"))
-        if callee.type != "attribute" or text(callee.child_by_field_name("attribute")) not in _VIEW_METHODS:
+        if callee.type != "attribute" or text(callee.child_by_field_name("attribute")) not in ops.RESHAPE_METHODS:
             return False
         node = unparen(callee.child_by_field_name("object"))
     if node is None or node.type != "attribute":

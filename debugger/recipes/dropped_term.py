@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from debugger.integrity.ops import RESHAPE_METHODS
 from debugger.recipes.base import Patch
 from debugger.recipes.parameter_init import HOLDER, _class, _init, parameter_init_patch
 
@@ -96,9 +97,6 @@ def dropped_terms(reference_src: str, parameter_map: dict | None) -> list[Droppe
     return found
 
 
-_VIEWS = {"contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "float", "to", "detach"}
-
-
 def _forward(cls: ast.ClassDef | None) -> ast.FunctionDef | None:
     return next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
 
@@ -113,7 +111,8 @@ def _forward_uses(cls: ast.ClassDef, dotted: str) -> list[ast.Attribute]:
     for node in ast.walk(forward):
         if isinstance(node, ast.Call):
             for arg in list(node.args) + [k.value for k in node.keywords]:
-                while isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in _VIEWS:
+                while (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute)
+                       and arg.func.attr in RESHAPE_METHODS):
                     arg = arg.func.value
                 if isinstance(arg, ast.Attribute) and _self_attr(arg) == dotted:
                     uses.append(arg)
