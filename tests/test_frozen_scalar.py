@@ -143,7 +143,7 @@ def test_a_frozen_scalar_alone_fails_only_re_drawn_parameters_and_the_fix_passes
     assert [(s.term, s.attr) for s in frozen_scalars(AFFINE_ANSWER, AFFINE_REF, before.parameter_map)] == \
         [("scale", "factor")]
     patch = frozen_scalar_patch(AFFINE_ANSWER, AFFINE_REF, before.parameter_map)
-    assert patch is not None and patch.recipe == "frozen_scalar" and patch.bug_class == "parameter_init"
+    assert patch is not None and patch.recipe == "frozen_scalar" and patch.bug_class == "operator_misread"
     assert "self.factor = torch.nn.Parameter(torch.tensor(float(scale_factor)))" in patch.new_src
     assert "affine(x, float(self.factor), self.shift)" in patch.new_src
     assert "_ModelParameters" not in patch.new_src  # the shift was drawn as Model draws it: no holder
@@ -157,7 +157,7 @@ def test_the_fix_carries_parameter_init_where_the_weights_differ_too():
     before = _evaluate(MIN_REF, MIN_ANSWER)
     assert before.verdicts["kernelbench"]["status"] == "mismatch"
     patch = frozen_scalar_patch(MIN_ANSWER, MIN_REF, before.parameter_map)
-    assert patch is not None and "_ModelParameters" in patch.new_src
+    assert patch is not None and "_ModelParameters" in patch.new_src and patch.bug_class == "parameter_init"
     after = _evaluate(MIN_REF, patch.new_src)
     assert after.verdicts["kernel"]["status"] == "pass", after.message
     assert after.verdicts["kernelbench"]["status"] == "pass", after.message
