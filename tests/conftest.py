@@ -10,6 +10,10 @@ _DATA = tempfile.mkdtemp(prefix="kdebug-test-data-")
 # Learned patterns, the index and the ledger go to the data folder (<data>/kb for learned patterns);
 # the curated kb/ of the repository is only read (tests/test_packaging.py checks it stays so).
 os.environ.setdefault("KDEBUG_DATA_DIR", _DATA)
+# One build folder for the whole run (every xdist worker shares KDEBUG_DATA_DIR when the command sets it):
+# tests that give each case a data folder of its own would otherwise compile the same CUDA source again
+# (builds are keyed by their sources, debugger/sandbox/roles.py).
+os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(Path(os.environ["KDEBUG_DATA_DIR"]) / "torch_extensions"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
