@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from ingest.answers import pool_kind, read_pool
+from tests.test_semantics import LINEAR_WIDE_REF
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("real_pool", REPO / "eval" / "real_pool.py")
@@ -273,27 +274,9 @@ def test_verify_repairs_judges_each_repaired_folder(tmp_path, monkeypatch):
         real_pool.parse(["--verify-repairs", str(tmp_path / "nowhere")])
 
 
-WIDE_LINEAR_REF = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, features):
-        super().__init__()
-        self.fc = nn.Linear(features, features)
-
-    def forward(self, x):
-        return self.fc(x)
-
-
-def get_inputs():
-    return [torch.rand(128, 16384)]
-
-
-def get_init_inputs():
-    return [16384]
-"""
+# tests/test_semantics.py's wide Linear task at 16384 features: 1 GiB of weights, 8 MiB of inputs
+WIDE_LINEAR_REF = LINEAR_WIDE_REF.replace("batch_size = 64", "batch_size = 128").replace("features = 4096",
+                                                                                        "features = 16384")
 
 
 def test_a_task_s_gpu_memory_need_counts_its_weights_as_well_as_its_inputs(tmp_path):
