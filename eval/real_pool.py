@@ -46,7 +46,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -227,13 +227,23 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
 def verify_repaired(row: dict, repaired: Path, kd: Kdebug, opts, out: Path) -> dict:
     """The independent judgement of a repaired case folder: `kdebug eval` (both verdicts) and `kdebug
     check` (the gate), each in its own process, into row["verify"] and row["check"]."""
-    device = ["--device", opts.device]
+    eval_repaired(row, repaired, kd, opts, out)
+    return gate_repaired(row, repaired, kd, opts, out)
+
+
+def eval_repaired(row: dict, repaired: Path, kd: Kdebug, opts, out: Path) -> dict:
+    """`kdebug eval` of a repaired case folder (both verdicts) into row["verify"]."""
     flags = _optional(kd, "eval", {"--semantics": opts.semantics, "--sizes": opts.sizes,
                                    "--checks": getattr(opts, "verify_checks", None)}, row["flags"])
-    row["verify"] = eval_row(kd.run(["eval", str(repaired), *device, *flags], opts.timeout, out))
+    row["verify"] = eval_row(kd.run(["eval", str(repaired), "--device", opts.device, *flags], opts.timeout, out))
+    return row
+
+
+def gate_repaired(row: dict, repaired: Path, kd: Kdebug, opts, out: Path) -> dict:
+    """`kdebug check` of a repaired case folder (the gate) into row["check"]."""
     flags = _optional(kd, "check", {"--policy": opts.policy, "--sizes": getattr(opts, "check_sizes", None)},
                       row["flags"])
-    res = kd.run(["check", str(repaired), *device, *flags], opts.timeout, out)
+    res = kd.run(["check", str(repaired), "--device", opts.device, *flags], opts.timeout, out)
     chk = res["json"] or {}
     row["check"] = {"verdict": chk.get("verdict") or ("timed out" if res["timed_out"] else None),
                     "exit": res["exit"], "seconds": res["seconds"],
@@ -283,6 +293,8 @@ def task_bytes(reference: Path) -> tuple[int, int] | None:
 
 # Model's, ModelNew's and the parameter map's copy of the weights, and the float64 reference's
 PARAM_COPIES = 5
+# What the gate's pass of --verify-repairs is admitted with at most: its checks run at reduced sizes
+GATE_MEMORY = 12 << 30
 
 
 class DeviceMemory:
@@ -659,16 +671,30 @@ def verify_main(opts, argv) -> int:
     lock = threading.Lock()
     print(f"real_pool: {len(folders)} repaired case folders in {opts.verify_repairs}; out {out}", file=sys.stderr)
 
-    def one(folder: Path) -> dict | None:
-        if opts.deadline is not None and time.time() - t0 > opts.deadline:
+    def late() -> bool:
+        return opts.deadline is not None and time.time() - t0 > opts.deadline
+
+    # On a GPU, two stages in a pipeline: the gate, at its (reduced) sizes and light on GPU memory, with twice
+    # the jobs - the extension builds (a minute of nvcc each, on the host's cores) happen there - and, as
+    # each gate ends, the published-size evaluation, admitted by memory, which finds the build done.
+    # Elsewhere one stage does both.
+    def gate(folder: Path) -> dict | None:
+        if late():
             return None
         row = {"id": folder.name.replace("__", "/"), "case_dir": str(folder), "flags": {},
                "semantics": opts.semantics or "kernel"}
         if memory is None:
-            verify_repaired(row, folder, kd, opts, out)
-        else:
+            return verify_repaired(row, folder, kd, opts, out)
+        with memory.hold(min(memory.need(folder / "reference.py"), GATE_MEMORY)):
+            return gate_repaired(row, folder, kd, opts, out)
+
+    def judge(row: dict | None) -> dict | None:
+        if row is None or (memory is not None and late()):
+            return None
+        if memory is not None:
+            folder = Path(row["case_dir"])
             with memory.hold(memory.need(folder / "reference.py")):
-                verify_repaired(row, folder, kd, opts, out)
+                eval_repaired(row, folder, kd, opts, out)
         with lock, rows_path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         v = row["verify"]
@@ -677,8 +703,10 @@ def verify_main(opts, argv) -> int:
               file=sys.stderr)
         return row
 
-    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        rows = [r for r in pool.map(one, folders) if r is not None]
+    gate_jobs = max(1, opts.jobs) * (2 if memory is not None else 1)
+    with ThreadPoolExecutor(max_workers=gate_jobs) as gates, ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as evals:
+        judged = [evals.submit(judge, g.result()) for g in as_completed([gates.submit(gate, f) for f in folders])]
+        rows = sorted((r for r in (j.result() for j in judged) if r is not None), key=lambda r: r["id"])
     meta = {"pool": str(opts.verify_repairs), "device": opts.device, "commit": commit,
             "command": f"python eval/real_pool.py {_argv_text(argv)}",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "wall_seconds": round(time.time() - t0, 1),

@@ -274,6 +274,47 @@ def test_verify_repairs_judges_each_repaired_folder(tmp_path, monkeypatch):
         real_pool.parse(["--verify-repairs", str(tmp_path / "nowhere")])
 
 
+def test_on_a_gpu_verify_gates_first_with_more_jobs_then_evaluates_each_gated_folder(tmp_path, monkeypatch):
+    """--device cuda: the gate (reduced sizes, where the builds happen) runs with twice the jobs, and each
+    folder's published-size eval starts once its gate has ended; every folder gets one row, in id order."""
+    import threading
+
+    repairs = tmp_path / "repairs"
+    names = [f"run{c}__level1__{i}" for c in "AB" for i in (1, 2, 3)]
+    for name in names:
+        case(repairs / name, TORCH_ADD)
+    replies = {"eval": {"status": "pass", "message": "pass", "verdicts": {"kernel": {"status": "pass"},
+                                                                         "kernelbench": {"status": "pass"}}},
+               "check": {"verdict": "accept", "findings": []}}
+    lock, running, peak, order = threading.Lock(), {"check": 0, "eval": 0}, {"check": 0, "eval": 0}, []
+
+    class Fake(FakeKdebug):
+        def __init__(self, data_dir):
+            super().__init__(replies)
+
+        def run(self, args, timeout, cwd):
+            import time
+            with lock:
+                running[args[0]] += 1
+                peak[args[0]] = max(peak[args[0]], running[args[0]])
+                order.append((args[0], Path(args[1]).name))
+            time.sleep(0.2)
+            with lock:
+                running[args[0]] -= 1
+            return super().run(args, timeout, cwd)
+
+    monkeypatch.setattr(real_pool, "Kdebug", Fake)
+    out = tmp_path / "out"
+    assert real_pool.main(["--verify-repairs", str(repairs), "--device", "cuda", "--jobs", "2",
+                           "--gpu-memory-gb", "100", "--out", str(out)]) == 0
+    rows = json.loads((out / "rows.json").read_text())["rows"]
+    assert [r["id"] for r in rows] == sorted(n.replace("__", "/") for n in names)
+    assert all(r["check"]["verdict"] == "accept" and r["verify"]["status"] == "pass" for r in rows)
+    for name in names:  # each folder: its gate, then its eval
+        assert [c for c, n in order if n == name] == ["check", "eval"]
+    assert peak["check"] == 4 and peak["eval"] <= 2
+
+
 # tests/test_semantics.py's wide Linear task at 16384 features: 1 GiB of weights, 8 MiB of inputs
 WIDE_LINEAR_REF = LINEAR_WIDE_REF.replace("batch_size = 64", "batch_size = 128").replace("features = 4096",
                                                                                         "features = 16384")
