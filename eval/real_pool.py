@@ -213,15 +213,23 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
                          "exit": res["exit"], "iterations": data.get("iterations"), "seconds": res["seconds"],
                          "bug_class": data.get("bug_class"), "output": data.get("output"),
                          "message": (data.get("message") or "")[:400],
-                         "history": [{k: (h.get(k) or "")[:300] if k == "message" else h.get(k)
-                                      for k in ("recipe", "outcome", "status", "error_after", "message")}
-                                     for h in data.get("history") or []][:8]}
+                         "history": [_step(h) for h in data.get("history") or []][:8]}
         if not data or data.get("status") in ("invalid_input", "error"):
             row["repair"]["stderr_tail"] = res["stderr_tail"]  # why it gave no verdict
         if data.get("status") == "repaired" and data.get("output") and Path(data["output"]).is_file():
             repaired = repaired_case(case, Path(data["output"]), out / "repairs" / answer.id.replace("/", "__"))
             verify_repaired(row, repaired, kd, opts, out)
     return row
+
+
+def _step(h: dict) -> dict:
+    """One repair iteration for the row; a rejected one keeps the gate's reasons (a rejection read later
+    needs them, not a re-run)."""
+    step = {k: (h.get(k) or "")[:300] if k == "message" else h.get(k)
+            for k in ("recipe", "outcome", "status", "error_after", "message")}
+    if h.get("reasons"):
+        step["reasons"] = [str(r)[:300] for r in h["reasons"][:4]]
+    return step
 
 
 def verify_repaired(row: dict, repaired: Path, kd: Kdebug, opts, out: Path) -> dict:

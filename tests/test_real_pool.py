@@ -332,3 +332,10 @@ def test_a_task_s_gpu_memory_need_counts_its_weights_as_well_as_its_inputs(tmp_p
     assert memory.need(tmp_path / "reference.py") == check_memory_estimate(inputs) + real_pool.PARAM_COPIES * params
     (tmp_path / "broken.py").write_text("raise RuntimeError('no')\n")
     assert memory.need(tmp_path / "broken.py") == 100 << 30  # unsized: the whole budget
+
+
+def test_a_rejected_iteration_keeps_the_gate_s_reasons_in_the_row():
+    step = real_pool._step({"recipe": "parameter_init", "outcome": "rejected", "status": "pass", "error_after": 0.0,
+                            "message": "pass on 16 checks", "reasons": ["torch_compute: nn.Linear in PyTorch"] * 6})
+    assert step["reasons"] == ["torch_compute: nn.Linear in PyTorch"] * 4 and step["message"] == "pass on 16 checks"
+    assert "reasons" not in real_pool._step({"recipe": "x", "outcome": "fixed", "message": "m" * 400})
