@@ -128,6 +128,11 @@ def eval_fields(data: dict | None) -> dict:
     out = {"status": data.get("status"), "message": str(data.get("message") or "")[:300],
            "checks": len(data.get("checks") or []),
            "failed_checks": [c.get("name") for c in data.get("checks") or [] if not c.get("passed")][:12]}
+    # what each failing check said (a kernel-verdict failure under --semantics kernelbench is not the message)
+    failing = {c.get("name"): str(c.get("message") or c.get("status") or "")[:200]
+               for c in data.get("checks") or [] if not c.get("passed") and c.get("status") != "skipped"}
+    if failing:
+        out["failed_messages"] = dict(list(failing.items())[:6])
     timed = [(c.get("seconds"), c.get("name")) for c in data.get("checks") or []
              if isinstance(c.get("seconds"), (int, float))]
     if timed:

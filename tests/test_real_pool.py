@@ -339,3 +339,12 @@ def test_a_rejected_iteration_keeps_the_gate_s_reasons_in_the_row():
                             "message": "pass on 16 checks", "reasons": ["torch_compute: nn.Linear in PyTorch"] * 6})
     assert step["reasons"] == ["torch_compute: nn.Linear in PyTorch"] * 4 and step["message"] == "pass on 16 checks"
     assert "reasons" not in real_pool._step({"recipe": "x", "outcome": "fixed", "message": "m" * 400})
+
+
+def test_the_row_keeps_what_each_failing_check_said():
+    fields = real_pool.eval_fields({"status": "pass", "message": "pass on 9 checks", "checks": [
+        {"name": "seed0", "passed": True, "status": "pass"},
+        {"name": "noncontiguous", "passed": False, "status": "runtime_error", "message": "candidate raised OOM"},
+        {"name": "x100", "passed": False, "status": "skipped", "message": "not applicable"}]})
+    assert fields["failed_messages"] == {"noncontiguous": "candidate raised OOM"}
+    assert "failed_messages" not in real_pool.eval_fields({"status": "pass", "checks": [{"name": "a", "passed": True}]})
