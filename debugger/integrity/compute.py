@@ -13,7 +13,7 @@ from tree_sitter import Node
 
 from debugger.integrity import ops
 from debugger.integrity.values import Kind, ValueKinds
-from debugger.source.host import Function, SourceModule
+from debugger.source.host import RESHAPE_METHODS, Function, SourceModule
 from debugger.source.tree import call_args, text, unparen, walk
 
 _ARITH_OPERATORS = {"+", "-", "*", "/", "//", "%", "**"}
@@ -87,7 +87,7 @@ def _module_tensor(node: Node | None) -> bool:
     node = unparen(node) if node is not None else None
     while node is not None and node.type == "call":
         callee = unparen(node.child_by_field_name("function"))
-        if callee.type != "attribute" or text(callee.child_by_field_name("attribute")) not in ops.RESHAPE_METHODS:
+        if callee.type != "attribute" or text(callee.child_by_field_name("attribute")) not in RESHAPE_METHODS:
             return False
         node = unparen(callee.child_by_field_name("object"))
     if node is None or node.type != "attribute":

@@ -93,10 +93,6 @@ VIEW_METHODS = set(
     "requires_grad_ to type type_as float half double bfloat16 int long bool short char byte cuda data "
     "unfold diagonal flip roll repeat index_select gather masked_select".split())
 CAST_METHODS = {"to", "type", "type_as", "float", "half", "double", "bfloat16"}
-# Of those, the ones that keep every element in its place (a reshape, a copy, a cast): `self.bias.reshape(...)`
-# is still the module's bias (integrity/compute.py, recipes/dropped_term.py).
-RESHAPE_METHODS = {"reshape", "view", "view_as", "reshape_as", "squeeze", "unsqueeze", "flatten", "t", "contiguous",
-                   "expand", "expand_as", "to", "float", "detach"}
 META_METHODS = set("size stride numel dim ndimension element_size data_ptr is_contiguous storage_offset get_device "
                    "nelement is_floating_point is_complex untyped_storage storage item tolist".split())
 META_ATTRIBUTES = set("shape dtype device ndim is_cuda layout requires_grad is_leaf itemsize nbytes".split())

@@ -19,9 +19,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from debugger.integrity.ops import RESHAPE_METHODS
 from debugger.recipes.base import Patch
 from debugger.recipes.parameter_init import HOLDER, _class, _init, parameter_init_patch
+from debugger.source.host import RESHAPE_METHODS
 
 RECIPE_ID = "dropped_term"
 

@@ -23,6 +23,10 @@ from debugger.source.tree import call_args, line, parse_tree, string_value, text
 __all__ = ["KERNEL_DECORATORS", "Function", "Launch", "SourceModule"]
 
 EXTENSION_LOADERS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
+# Tensor methods that keep every element in its place (a reshape, a copy, a cast): `self.bias.reshape(...)` is
+# still the module's bias (integrity/compute.py, recipes/dropped_term.py).
+RESHAPE_METHODS = {"reshape", "view", "view_as", "reshape_as", "squeeze", "unsqueeze", "flatten", "t", "contiguous",
+                   "expand", "expand_as", "to", "float", "detach"}
 
 
 @dataclass(frozen=True)
