@@ -15,7 +15,7 @@ from tests.replay_server import ReplayServer
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "eval" / "cases"
-KB_CASES = ["grid_undercount__vector_mul", "numerical_overflow__softmax_temperature__c"]
+KB_CASES = ["grid_undercount__vector_mul"]  # one case: each costs about 25 s of the suite's 15 minutes
 REGEN_CASE = "grid_undercount__vector_mul"
 
 REFERENCE = '''import torch
@@ -183,7 +183,7 @@ def test_timing_runner_prints_one_json_line_even_when_it_fails():
     assert proc.returncode == 1 and len(lines) == 1 and json.loads(lines[0])["ok"] is False
 
 
-def test_kb_bench_on_two_cases(tmp_path):
+def test_kb_bench_end_to_end(tmp_path):
     kb_before, cases_before = snapshot(REPO / "kb"), {c: snapshot(CASES / c) for c in KB_CASES}
     out = tmp_path / "out"
     proc = bench([str(CASES), "--backend", "kb", "--device", "cpu", "--cases", *KB_CASES, "--json", "--out", str(out)])
@@ -192,7 +192,7 @@ def test_kb_bench_on_two_cases(tmp_path):
     for key in ("cases", "repaired", "pass_at_1", "tokens_per_success", "integrity_rejections", "median_seconds",
                 "p90_seconds", "per_case", "per_class", "diagnosis_accuracy"):
         assert key in s, key
-    assert s["cases"] == 2 and [r["name"] for r in s["per_case"]] == sorted(KB_CASES)
+    assert s["cases"] == 1 and [r["name"] for r in s["per_case"]] == sorted(KB_CASES)
     for r in s["per_case"]:
         assert r["status"] in ("repaired", "unrepaired", "rejected"), r
         for key in ("bug_class", "true_class", "iterations", "tokens", "seconds", "diagnosed_class", "diff_lines"):
@@ -205,7 +205,7 @@ def test_kb_bench_on_two_cases(tmp_path):
     md = (out / "bench.md").read_text()
     assert "| class |" in md and "**overall**" in md and "grid_undercount__vector_mul" in md
     assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
-    assert json.loads((out / "bench.json").read_text())["cases"] == 2
+    assert json.loads((out / "bench.json").read_text())["cases"] == 1
     assert (out / "repairs" / "grid_undercount__vector_mul.py").exists()
     # Neither the repository's knowledge base nor the case folders were written.
     assert snapshot(REPO / "kb") == kb_before
