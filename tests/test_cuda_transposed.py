@@ -141,8 +141,10 @@ def test_the_three_variants_and_their_edits():
 
 @pytest.mark.parametrize("cin,cout", [(4, 4), (3, 5)])
 def test_only_the_declared_layout_is_right_at_every_size(cin, cout):
+    # (the answer itself is not built here, an emulated build being about 25 s of CI: the taps-only variant
+    # failing where in == out shows the check tells a wrong layout apart, and the answer's two faults are
+    # named by its static facts below)
     found = patches()
-    assert kernel_verdict(CANDIDATE, cin, cout) == "mismatch"
     assert kernel_verdict(found["declared"], cin, cout) == "pass"
     # the taps alone: right where the correspondence transposes (in != out), wrong where it cannot tell
     assert kernel_verdict(found["taps"], cin, cout) == ("pass" if cin != cout else "mismatch")
