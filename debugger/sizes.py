@@ -39,12 +39,10 @@ def input_constants(reference_src: str) -> dict[str, int]:
     """Module-level int constants (> 1) that get_inputs() reads, in the order to scale them."""
     tree = ast.parse(reference_src)
     consts = {k: v for k, v in _int_constants(tree).items() if v > 1}
-    get_inputs = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
-    if get_inputs is None:
+    used = _names_read(tree, "get_inputs")
+    if used is None:
         return {}
-    used = {n.id for n in ast.walk(get_inputs) if isinstance(n, ast.Name)}
-    init = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_init_inputs"), None)
-    hyper = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} if init is not None else set()
+    hyper = _names_read(tree, "get_init_inputs") or set()
     keep = {k: v for k, v in consts.items() if k in used and k not in hyper}
     return dict(sorted(keep.items(), key=lambda kv: (not BATCH_LIKE.search(kv[0]), -kv[1])))
 
@@ -53,12 +51,17 @@ def init_constants(reference_src: str) -> dict[str, int]:
     """Module-level int constants (> 1) get_init_inputs() reads (the widths Model's layers are built
     with), largest first: what shrinks a reference's parameters."""
     tree = ast.parse(reference_src)
-    init = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_init_inputs"), None)
-    if init is None:
+    read = _names_read(tree, "get_init_inputs")
+    if read is None:
         return {}
-    read = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}
     keep = {k: v for k, v in _int_constants(tree).items() if k in read and v > 1}
     return dict(sorted(keep.items(), key=lambda kv: -kv[1]))
+
+
+def _names_read(tree: ast.Module, function: str) -> set[str] | None:
+    """The names a module-level function reads, or None where the module has no such function."""
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
+    return None if fn is None else {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
 
 
 def _int_constants(tree: ast.Module) -> dict[str, int]:
@@ -103,7 +106,7 @@ def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40,
     reference's FLOPs fit it too; with `param_budget`, the constants get_init_inputs() reads are halved
     (largest first) while the parameters exceed it."""
     consts = input_constants(reference_src)
-    shared = init_constants(reference_src) if param_budget is not None else {}
+    widths = init_constants(reference_src) if param_budget is not None else {}
 
     def sized(shapes: dict):
         got = measure(shapes)
@@ -123,7 +126,7 @@ def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40,
 
     first = sized({})
     published = first[0] if first else None
-    if first is None or fits(first) or not (consts or shared):
+    if first is None or fits(first) or not (consts or widths):
         return {}, published or 0, published or 0
     shapes: dict[str, int] = {}
     now = first
@@ -132,13 +135,13 @@ def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40,
             break
         name = None
         if not params_fit(now):  # the weights: halve the largest width they are built with
-            name = max((k for k in shared if shapes.get(k, shared[k]) >= 4),
-                       key=lambda k: shapes.get(k, shared[k]), default=None)
+            name = max((k for k in widths if shapes.get(k, widths[k]) >= 4),
+                       key=lambda k: shapes.get(k, widths[k]), default=None)
         if name is None and not inputs_fit(now):  # halve the first constant (in scaling order) that can shrink
             name = next((k for k in consts if shapes.get(k, consts[k]) >= 4), None)
         if name is None:
             break
-        base = consts if name in consts else shared
+        base = consts if name in consts else widths
         trial = dict(shapes, **{name: max(2, shapes.get(name, base[name]) // 2)})
         got = sized(trial)
         if got is None:
