@@ -151,6 +151,11 @@ def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40,
     return shapes, published, now[0]
 
 
+def module_bytes(model) -> int:
+    """Bytes of a module's parameters and buffers (on the meta device too: nothing is read)."""
+    return sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+
+
 def check_memory_estimate(input_bytes: int) -> int:
     """Bytes one check is expected to hold on the device (for scheduling evaluations that share it)."""
     return CHECK_MEMORY_FACTOR * input_bytes

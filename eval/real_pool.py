@@ -287,6 +287,8 @@ def task_bytes(reference: Path) -> tuple[int, int] | None:
 
     import torch
 
+    from debugger.sizes import module_bytes
+
     try:
         spec = importlib.util.spec_from_file_location(f"real_pool_ref_{abs(hash(str(reference)))}", reference)
         module = importlib.util.module_from_spec(spec)
@@ -296,7 +298,7 @@ def task_bytes(reference: Path) -> tuple[int, int] | None:
             inputs = sum(x.numel() * x.element_size() for x in xs if isinstance(x, torch.Tensor))
             try:
                 model = module.Model(*module.get_init_inputs())
-                params = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+                params = module_bytes(model)
             except Exception:  # noqa: BLE001 - the inputs alone then
                 params = 0
         return inputs, params

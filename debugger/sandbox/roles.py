@@ -279,11 +279,13 @@ class ReferenceRole:
         kernels are interpreted or emulated; and the bytes of Model's parameters and buffers."""
         from torch.utils.flop_counter import FlopCounterMode
 
+        from debugger.sizes import module_bytes
+
         params = None
         try:
             with torch.device("meta"), torch.no_grad():
                 model = self.module.Model(*self.module.get_init_inputs())
-                params = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+                params = module_bytes(model)
                 with FlopCounterMode(display=False) as counter:
                     model(*raw)
         except Exception as e:  # noqa: BLE001 - the reason is the answer
