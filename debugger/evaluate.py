@@ -441,9 +441,23 @@ def lost_cuda_context(check: CheckResult) -> bool:
 
 def _candidate_run(candidate, spec: dict, call: int, poison: float, timeout: float, check: CheckResult):
     """One candidate call; returns (header, blob) or None after filling `check` with the failure."""
+    if not _post_candidate_run(candidate, spec, call, poison, check):
+        return None
+    return _candidate_reply(candidate, timeout, check)
+
+
+def _post_candidate_run(candidate, spec: dict, call: int, poison: float, check: CheckResult) -> bool:
     try:
-        header, blob = candidate.request({"op": "run", "spec": dict(spec, call=call, poison=poison)},
-                                         timeout=timeout)
+        candidate.post({"op": "run", "spec": dict(spec, call=call, poison=poison)})
+    except WorkerDied as e:
+        check.status, check.message = "runtime_error", f"candidate crashed: {e}"
+        return False
+    return True
+
+
+def _candidate_reply(candidate, timeout: float, check: CheckResult):
+    try:
+        header, blob = candidate.reply(timeout)
     except WorkerTimeout as e:
         check.status, check.message = "timeout", f"candidate: {e}"
         return None
@@ -522,18 +536,36 @@ def _localise(reference, candidate, timeout: float) -> dict:
     return header if header.get("ok") else {"error": header.get("error", "localisation failed")}
 
 
+def _trials_side_by_side(device: str) -> bool:
+    return device != "cpu"
+
+
 def _run_kernelbench_trial(check, spec, reference, candidate, timeout) -> str | None:
-    """One KernelBench trial: the candidate once (no poison), the reference, torch.allclose."""
-    run = _candidate_run(candidate, spec, 1, None, timeout, check)
-    if run is None:
+    """One KernelBench trial: the candidate once (no poison), the reference, torch.allclose.
+
+    Both draw the trial's inputs on the CPU, as KernelBench does: seconds per GiB at the published sizes.
+    On a GPU the two runs go side by side (the drawn tensors leave the host at once); on the CPU one after
+    the other, as each run keeps its inputs in host memory."""
+    side_by_side = _trials_side_by_side(reference.sandbox.device)
+    if not _post_candidate_run(candidate, spec, 1, None, check):
+        return "dead" if candidate.dead else None
+    run = None if side_by_side else _candidate_reply(candidate, timeout, check)
+    if run is None and not side_by_side:
         return "dead" if candidate.dead else None
     try:
-        ref_header, _ = reference.request({"op": "run", "spec": spec}, timeout=timeout)
+        reference.post({"op": "run", "spec": spec})
+        if side_by_side:
+            run = _candidate_reply(candidate, timeout, check)
+        ref_header, _ = reference.reply(timeout)
+        if run is None:
+            return "dead" if candidate.dead else None
         if not ref_header.get("ok"):
             return _reference_failed(check, ref_header.get("error"), "reference failed: ")
         cmp_header, _ = reference.request({"op": "compare", "run": 1, "semantics": "kernelbench",
                                            "kb_tolerance": spec["kb_tolerance"]}, run[1], timeout=timeout)
     except (WorkerTimeout, WorkerDied) as e:
+        if run is None and check.status != "pass":  # the candidate's own failure is this check's result
+            return "dead" if candidate.dead else None
         check.status, check.message = "skipped", f"reference failed: {e}"
         return "dead"
     if not cmp_header.get("ok"):

@@ -160,3 +160,29 @@ def test_an_evaluation_that_names_no_memory_limit_keeps_the_one_the_command_set(
     assert pool.get_sandbox("cpu", memory_limit_gb=20).memory_bytes == 20 << 30
     assert pool.get_sandbox("cpu").memory_bytes == 20 << 30 and pool.get_sandbox("cpu") is sb
     assert pool.get_sandbox("cpu", memory_limit_gb=0).memory_bytes is None
+
+
+def test_kernelbench_trials_run_candidate_and_reference_side_by_side(monkeypatch, tmp_path):
+    """On a GPU a KernelBench trial's two runs go at once (each draws the trial's inputs on the CPU, seconds
+    per GiB at the published sizes); a candidate failing on some trials leaves the others judged right."""
+    import json
+
+    from debugger import evaluate as evaluate_module
+    from debugger.evaluate import kernelbench_checks
+
+    monkeypatch.setattr(evaluate_module, "_trials_side_by_side", lambda device: True)
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("KDEBUG_TRACE", str(trace))
+    slow_draw = REFERENCE.replace("def get_inputs():\n", "def get_inputs():\n    import time; time.sleep(0.5)\n")
+    picky = candidate_doing("if float(a[0]) > 0:\n    raise ValueError('positive first element')")
+    report = evaluate(case_from_sources(slow_draw, picky), "cpu", checks=kernelbench_checks())
+    statuses = {c.name: c.status for c in report.checks}
+    assert set(statuses.values()) == {"pass", "runtime_error"}, statuses
+    for c in report.checks:
+        assert c.passed == (c.status == "pass") and ("positive first element" in c.message) == (not c.passed)
+    runs = [json.loads(line) for line in trace.read_text().splitlines()]
+    runs = {(r["role"], r["check"]): (r["at"] - r["seconds"], r["at"]) for r in runs
+            if r["event"] == "request" and r["op"] == "run"}
+    for name in statuses:
+        (cand_start, cand_end), (ref_start, _) = runs["candidate", name], runs["reference", name]
+        assert cand_start - 0.01 <= ref_start < cand_end - 0.3, name  # the reference began before the candidate ended

@@ -54,19 +54,29 @@ class Worker:
 
     def request(self, header: dict, blob: bytes | None = None, timeout: float | None = None):
         """Send a request and wait for the reply: (header, blob)."""
+        self.post(header, blob)
+        return self.reply(timeout)
+
+    def post(self, header: dict, blob: bytes | None = None) -> None:
+        """Send a request without waiting (`reply` collects the answer), so that two workers can work
+        side by side."""
         if self.dead:
             raise WorkerDied("worker already ended")
-        timeout = self.sandbox.timeout if timeout is None else timeout
-        started = time.perf_counter()
+        self._posted = (time.perf_counter(), header, len(blob or b""))
         try:
             channel.send(self.conn, header, blob)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.kill()
             raise WorkerDied(self.death_message()) from None
+
+    def reply(self, timeout: float | None = None):
+        """The answer to the last posted request: (header, blob)."""
+        timeout = self.sandbox.timeout if timeout is None else timeout
+        started, header, sent = self._posted
         reply = self.wait_reply(timeout)
         if trace.enabled():
             trace.record("request", started, role=self.role, op=header.get("op"),
-                         check=(header.get("spec") or {}).get("name"), sent_bytes=len(blob or b""),
+                         check=(header.get("spec") or {}).get("name"), sent_bytes=sent,
                          reply_bytes=len(reply[1] or b""))
         return reply
 
