@@ -156,6 +156,32 @@ def module_bytes(model) -> int:
     return sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
 
 
-def check_memory_estimate(input_bytes: int) -> int:
-    """Bytes one check is expected to hold on the device (for scheduling evaluations that share it)."""
-    return CHECK_MEMORY_FACTOR * input_bytes
+def largest_result_bytes(fn, *args) -> int:
+    """Bytes of the largest tensor any operator allocates for its result while fn(*args) runs (on meta
+    tensors: nothing is computed). A convolution's output can be many times its input (a transposed 3D one 20x)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class _Largest(TorchDispatchMode):
+        largest = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if any(r.alias_info is not None for r in func._schema.returns):
+                return out  # a view or an in-place result: nothing new is allocated
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    self.largest = max(self.largest, t.numel() * t.element_size())
+            return out
+
+    with _Largest() as mode:
+        fn(*args)
+    return mode.largest
+
+
+def check_memory_estimate(input_bytes: int, result_bytes: int = 0) -> int:
+    """Bytes one check is expected to hold on the device (for scheduling evaluations that share it): the
+    inputs and the largest intermediate or output (largest_result_bytes), several copies of each (the
+    candidate's two runs, the reference's native and float64 ones, the comparison's)."""
+    return CHECK_MEMORY_FACTOR * (input_bytes + result_bytes)

@@ -279,15 +279,15 @@ def repaired_case(case: Path, repaired: Path, folder: Path) -> Path:
 
 
 # -- sharing one GPU -----------------------------------------------------------------------------
-def task_bytes(reference: Path) -> tuple[int, int] | None:
-    """Bytes of the task's published inputs and of Model's parameters and buffers, drawn and built on
-    the meta device (nothing allocated). The reference is the task's own file, not the answer; it runs
-    here only to size them."""
+def task_bytes(reference: Path) -> tuple[int, int, int] | None:
+    """Bytes of the task's published inputs, of Model's parameters and buffers, and of the largest tensor
+    its forward makes, drawn, built and run on the meta device (nothing allocated). The reference is the
+    task's own file, not the answer; it runs here only to size them."""
     import importlib.util
 
     import torch
 
-    from debugger.sizes import module_bytes
+    from debugger.sizes import largest_result_bytes, module_bytes
 
     try:
         spec = importlib.util.spec_from_file_location(f"real_pool_ref_{abs(hash(str(reference)))}", reference)
@@ -296,12 +296,15 @@ def task_bytes(reference: Path) -> tuple[int, int] | None:
         with torch.device("meta"):
             xs = module.get_inputs()
             inputs = sum(x.numel() * x.element_size() for x in xs if isinstance(x, torch.Tensor))
+            params = results = 0
             try:
                 model = module.Model(*module.get_init_inputs())
                 params = module_bytes(model)
-            except Exception:  # noqa: BLE001 - the inputs alone then
-                params = 0
-        return inputs, params
+                with torch.no_grad():
+                    results = largest_result_bytes(model, *xs)
+            except Exception:  # noqa: BLE001 - what could be sized then
+                pass
+        return inputs, params, results
     except Exception:  # noqa: BLE001 - unsized: scheduled as if it were large
         return None
 
@@ -314,31 +317,38 @@ GATE_MEMORY = 12 << 30
 
 class DeviceMemory:
     """Evaluations that share one GPU are admitted by their memory estimate, not by count: an answer
-    waits until its estimate fits beside those running (one larger than the budget runs alone)."""
+    waits until its estimate fits beside those running (one larger than the budget runs alone). One that
+    must run alone (`alone=True`: it ran out of memory beside others) goes before any later admission."""
 
     def __init__(self, budget: int):
-        self.budget, self.used, self.running = budget, 0, 0
+        self.budget, self.used, self.running, self.waiting_alone = budget, 0, 0, 0
         self.cond = threading.Condition()
 
     def need(self, reference: Path) -> int:
-        """What a task's checks are estimated to hold on the GPU: its inputs and its weights, several
-        times over (the whole budget when they cannot be sized without running it). Answers that create a
-        cuBLAS handle per call allocate outside PyTorch's allocator and never check its status: an
-        underestimate can starve them (suspected where opus level2/40 was judged nondeterministic on an
-        H100 shared by four jobs whose weights were not counted)."""
+        """What a task's checks are estimated to hold on the GPU: its inputs, its largest intermediate and
+        its weights, several times over (the whole budget when they cannot be sized without running it).
+        Answers that create a cuBLAS handle per call allocate outside PyTorch's allocator and never check
+        its status: an underestimate can starve them (suspected where opus level2/40 was judged
+        nondeterministic on an H100 shared by four jobs whose weights were not counted)."""
         from debugger.sizes import check_memory_estimate
 
         size = task_bytes(reference)
-        return check_memory_estimate(size[0]) + PARAM_COPIES * size[1] if size is not None else self.budget
+        return check_memory_estimate(size[0], size[2]) + PARAM_COPIES * size[1] if size is not None else self.budget
 
-    def hold(self, need: int):
-        need = min(need, self.budget)
+    def hold(self, need: int, alone: bool = False):
+        need = self.budget if alone else min(need, self.budget)
         outer = self
 
         class _Held:
             def __enter__(self):
                 with outer.cond:
-                    outer.cond.wait_for(lambda: outer.running == 0 or outer.used + need <= outer.budget)
+                    if alone:
+                        outer.waiting_alone += 1
+                        outer.cond.wait_for(lambda: outer.running == 0)
+                        outer.waiting_alone -= 1
+                    else:
+                        outer.cond.wait_for(lambda: outer.waiting_alone == 0 and (
+                            outer.running == 0 or outer.used + need <= outer.budget))
                     outer.used += need
                     outer.running += 1
 
@@ -349,6 +359,12 @@ class DeviceMemory:
                     outer.cond.notify_all()
 
         return _Held()
+
+
+def out_of_memory(verify: dict) -> bool:
+    """An evaluation's row says a check ran out of GPU memory (beside others' evaluations, most likely)."""
+    texts = [verify.get("message") or "", *(verify.get("failed_messages") or {}).values()]
+    return any("out of memory" in t.lower() for t in texts)
 
 
 # -- selecting answers ---------------------------------------------------------------------------
@@ -682,9 +698,15 @@ def verify_main(opts, argv) -> int:
     kd = Kdebug(out / "data")
     memory = DeviceMemory(int(opts.gpu_memory_gb * 2**30)) if opts.device == "cuda" else None
     rows_path = out / "rows.jsonl"
-    rows_path.unlink(missing_ok=True)
+    done = {}
+    if opts.resume and rows_path.is_file():  # a later command on the same machine: its builds are in OUT/data
+        done = {r["id"]: r for r in read_rows([rows_path])[0]}
+    else:
+        rows_path.unlink(missing_ok=True)
+    todo = [d for d in folders if d.name.replace("__", "/") not in done]
     lock = threading.Lock()
-    print(f"real_pool: {len(folders)} repaired case folders in {opts.verify_repairs}; out {out}", file=sys.stderr)
+    print(f"real_pool: {len(folders)} repaired case folders in {opts.verify_repairs}, {len(folders) - len(todo)} "
+          f"already judged; out {out}", file=sys.stderr)
 
     def late() -> bool:
         return opts.deadline is not None and time.time() - t0 > opts.deadline
@@ -710,6 +732,11 @@ def verify_main(opts, argv) -> int:
             folder = Path(row["case_dir"])
             with memory.hold(memory.need(folder / "reference.py")):
                 eval_repaired(row, folder, kd, opts, out)
+            if out_of_memory(row["verify"]) and not late():
+                crowded = row["verify"]
+                with memory.hold(0, alone=True):  # judged again with the GPU to itself
+                    eval_repaired(row, folder, kd, opts, out)
+                row["verify"]["alone_after"] = {k: crowded.get(k) for k in ("status", "message", "seconds")}
         with lock, rows_path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         v = row["verify"]
@@ -720,8 +747,10 @@ def verify_main(opts, argv) -> int:
 
     gate_jobs = max(1, opts.jobs) * (2 if memory is not None else 1)
     with ThreadPoolExecutor(max_workers=gate_jobs) as gates, ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as evals:
-        judged = [evals.submit(judge, g.result()) for g in as_completed([gates.submit(gate, f) for f in folders])]
-        rows = sorted((r for r in (j.result() for j in judged) if r is not None), key=lambda r: r["id"])
+        judged = [evals.submit(judge, g.result()) for g in as_completed([gates.submit(gate, f) for f in todo])]
+        rows = sorted([*(r for r in (j.result() for j in judged) if r is not None),
+                       *(r for r in done.values() if r["id"] in {f.name.replace("__", "/") for f in folders})],
+                      key=lambda r: r["id"])
     meta = {"pool": str(opts.verify_repairs), "device": opts.device, "commit": commit,
             "command": f"python eval/real_pool.py {_argv_text(argv)}",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "wall_seconds": round(time.time() - t0, 1),

@@ -326,12 +326,94 @@ def test_a_task_s_gpu_memory_need_counts_its_weights_as_well_as_its_inputs(tmp_p
     from debugger.sizes import check_memory_estimate
 
     (tmp_path / "reference.py").write_text(WIDE_LINEAR_REF)
-    inputs, params = real_pool.task_bytes(tmp_path / "reference.py")
-    assert inputs == 128 * 16384 * 4 and params == (16384 * 16384 + 16384) * 4
+    inputs, params, results = real_pool.task_bytes(tmp_path / "reference.py")
+    assert inputs == 128 * 16384 * 4 and params == (16384 * 16384 + 16384) * 4 and results == inputs
     memory = real_pool.DeviceMemory(100 << 30)
-    assert memory.need(tmp_path / "reference.py") == check_memory_estimate(inputs) + real_pool.PARAM_COPIES * params
+    assert memory.need(tmp_path / "reference.py") == (check_memory_estimate(inputs, results)
+                                                      + real_pool.PARAM_COPIES * params)
     (tmp_path / "broken.py").write_text("raise RuntimeError('no')\n")
     assert memory.need(tmp_path / "broken.py") == 100 << 30  # unsized: the whole budget
+
+
+UPSAMPLING_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose3d(4, 8, kernel_size=3, stride=4)
+
+    def forward(self, x):
+        return torch.relu(self.up(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 16, 16, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_task_s_gpu_memory_need_counts_an_output_much_larger_than_its_inputs(tmp_path):
+    """A stride-4 transposed 3D convolution makes 8 x 63^3 values of each 4 x 16^3: its checks hold that
+    output (several copies), not the inputs' few hundred KiB (such level-1 tasks ran out of memory on an H100
+    shared by estimates of the inputs alone)."""
+    (tmp_path / "reference.py").write_text(UPSAMPLING_REF)
+    inputs, params, results = real_pool.task_bytes(tmp_path / "reference.py")
+    assert inputs == 2 * 4 * 16 ** 3 * 4 and results == 2 * 8 * 63 ** 3 * 4
+    assert real_pool.DeviceMemory(100 << 30).need(tmp_path / "reference.py") >= 8 * results
+
+
+def test_an_evaluation_out_of_gpu_memory_is_judged_again_alone(tmp_path, monkeypatch):
+    """--verify-repairs on a GPU: a folder whose published-size eval ran out of memory beside others is
+    judged again once nothing else runs, and later folders wait for it; the row keeps the first result."""
+    import threading
+
+    repairs = tmp_path / "repairs"
+    names = [f"run__level1__{i}" for i in (1, 2, 3, 4)]
+    for name in names:
+        case(repairs / name, TORCH_ADD)
+    oom = {"status": "invalid_input", "message": "reference fails on its own inputs: OutOfMemoryError: CUDA out "
+                                                 "of memory. Tried to allocate 11.64 GiB.",
+           "verdicts": {"kernel": {"status": "invalid_input"}, "kernelbench": {"status": "invalid_input"}}}
+    fine = {"status": "pass", "message": "pass", "verdicts": {"kernel": {"status": "pass"},
+                                                              "kernelbench": {"status": "pass"}}}
+    lock, state = threading.Lock(), {"running": 0, "evals": [], "alone": []}
+
+    class Fake(FakeKdebug):
+        def __init__(self, data_dir):
+            super().__init__({"check": {"verdict": "accept", "findings": []}})
+
+        def run(self, args, timeout, cwd):
+            import time
+            if args[0] == "check":
+                return super().run(args, timeout, cwd)
+            name = Path(args[1]).name
+            with lock:
+                state["running"] += 1
+                again = name in state["evals"]
+                state["evals"].append(name)
+                if again:
+                    state["alone"].append(state["running"])
+            time.sleep(0.3)
+            with lock:
+                state["running"] -= 1
+            reply = oom if name.endswith("__2") and not again else fine
+            return {"exit": 0, "json": reply, "seconds": 0.3, "timed_out": False, "stderr_tail": ""}
+
+    monkeypatch.setattr(real_pool, "Kdebug", Fake)
+    out = tmp_path / "out"
+    assert real_pool.main(["--verify-repairs", str(repairs), "--device", "cuda", "--jobs", "4",
+                           "--gpu-memory-gb", "100", "--out", str(out)]) == 0
+    rows = {r["id"]: r for r in json.loads((out / "rows.json").read_text())["rows"]}
+    assert all(r["verify"]["status"] == "pass" for r in rows.values())
+    assert rows["run/level1/2"]["verify"]["alone_after"]["status"] == "invalid_input"
+    assert "alone_after" not in rows["run/level1/1"]["verify"]
+    assert state["evals"].count("run__level1__2") == 2 and state["alone"] == [1]
 
 
 def test_a_rejected_iteration_keeps_the_gate_s_reasons_in_the_row():
@@ -348,3 +430,30 @@ def test_the_row_keeps_what_each_failing_check_said():
         {"name": "x100", "passed": False, "status": "skipped", "message": "not applicable"}]})
     assert fields["failed_messages"] == {"noncontiguous": "candidate raised OOM"}
     assert "failed_messages" not in real_pool.eval_fields({"status": "pass", "checks": [{"name": "a", "passed": True}]})
+
+
+def test_verify_resume_judges_only_the_folders_an_earlier_command_left(tmp_path, monkeypatch):
+    """--verify-repairs --resume (a second 10-minute device command on the same machine, OUT and its builds
+    kept): folders with a row in OUT/rows.jsonl are not judged again, and the table holds them all."""
+    repairs = tmp_path / "repairs"
+    for i in (1, 2):
+        case(repairs / f"run__level1__{i}", TORCH_ADD)
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = {"id": "run/level1/1", "case_dir": "x", "flags": {}, "semantics": "kernelbench",
+               "verify": {"status": "pass", "verdicts": {}}, "check": {"verdict": "accept"}}
+    (out / "rows.jsonl").write_text(json.dumps(earlier) + "\n")
+    fakes = []
+
+    class Fake(FakeKdebug):
+        def __init__(self, data_dir):
+            super().__init__({"check": {"verdict": "accept", "findings": []},
+                              "eval": {"status": "pass", "message": "pass", "verdicts": {"kernel": {"status": "pass"}}}})
+            fakes.append(self)
+
+    monkeypatch.setattr(real_pool, "Kdebug", Fake)
+    assert real_pool.main(["--verify-repairs", str(repairs), "--device", "cuda", "--resume", "--out", str(out)]) == 0
+    assert {Path(c[1]).name for c in fakes[0].calls} == {"run__level1__2"}
+    rows = json.loads((out / "rows.json").read_text())["rows"]
+    assert [r["id"] for r in rows] == ["run/level1/1", "run/level1/2"]
+    assert len((out / "rows.jsonl").read_text().splitlines()) == 2
