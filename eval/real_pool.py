@@ -311,46 +311,63 @@ def task_bytes(reference: Path) -> tuple[int, int, int] | None:
 
 # Model's, ModelNew's and the parameter map's copy of the weights, and the float64 reference's
 PARAM_COPIES = 5
-# What the gate's pass of --verify-repairs is admitted with at most: its checks run at reduced sizes
-GATE_MEMORY = 12 << 30
+# Admission order on a shared GPU: a lone re-run first, then an evaluation (its gate has ended: the build is
+# done), then a new gate
+GATE, EVAL, ALONE = 0, 1, 2
 
 
 class DeviceMemory:
     """Evaluations that share one GPU are admitted by their memory estimate, not by count: an answer
-    waits until its estimate fits beside those running (one larger than the budget runs alone). One that
-    must run alone (`alone=True`: it ran out of memory beside others) goes before any later admission."""
+    waits until its estimate fits beside those running (one larger than the budget runs alone). While a
+    request of a higher rank waits (a lone re-run of an answer that ran out of memory beside others, an
+    evaluation whose gate has ended), no request of a lower rank is admitted: the pipeline drains instead
+    of starving its later stage (on an H100, twelve gates in flight left the published-size evaluations
+    waiting most of a 10-minute command)."""
 
     def __init__(self, budget: int):
-        self.budget, self.used, self.running, self.waiting_alone = budget, 0, 0, 0
+        self.budget, self.used, self.running = budget, 0, 0
+        self.waiting = {GATE: 0, EVAL: 0, ALONE: 0}
         self.cond = threading.Condition()
 
-    def need(self, reference: Path) -> int:
+    def need(self, reference: Path, sizes: str = "published") -> int:
         """What a task's checks are estimated to hold on the GPU: its inputs, its largest intermediate and
         its weights, several times over (the whole budget when they cannot be sized without running it).
-        Answers that create a cuBLAS handle per call allocate outside PyTorch's allocator and never check
-        its status: an underestimate can starve them (suspected where opus level2/40 was judged
-        nondeterministic on an H100 shared by four jobs whose weights were not counted)."""
-        from debugger.sizes import check_memory_estimate
+        At sizes="small" (the gate's), the inputs and intermediates are scaled to the reduced sizes' input
+        budget and the weights to their budget. Answers that create a cuBLAS handle per call allocate
+        outside PyTorch's allocator and never check its status: an underestimate can starve them
+        (suspected where opus level2/40 was judged nondeterministic on an H100 shared by four jobs whose
+        weights were not counted)."""
+        from debugger.sizes import BUDGET_BYTES, BUDGET_PARAM_BYTES, check_memory_estimate
 
         size = task_bytes(reference)
-        return check_memory_estimate(size[0], size[2]) + PARAM_COPIES * size[1] if size is not None else self.budget
+        if size is None:
+            return self.budget
+        inputs, params, results = size
+        if sizes == "small":
+            scale = min(1.0, BUDGET_BYTES["cuda"] / inputs) if inputs else 1.0
+            inputs, results = int(inputs * scale), int(results * scale)
+            params = min(params, BUDGET_PARAM_BYTES["cuda"])
+        return check_memory_estimate(inputs, results) + PARAM_COPIES * params
 
-    def hold(self, need: int, alone: bool = False):
+    def hold(self, need: int, rank: int = EVAL):
+        alone = rank == ALONE
         need = self.budget if alone else min(need, self.budget)
         outer = self
+
+        def admissible() -> bool:
+            if any(n for r, n in outer.waiting.items() if r > rank):
+                return False
+            return outer.running == 0 or (not alone and outer.used + need <= outer.budget)
 
         class _Held:
             def __enter__(self):
                 with outer.cond:
-                    if alone:
-                        outer.waiting_alone += 1
-                        outer.cond.wait_for(lambda: outer.running == 0)
-                        outer.waiting_alone -= 1
-                    else:
-                        outer.cond.wait_for(lambda: outer.waiting_alone == 0 and (
-                            outer.running == 0 or outer.used + need <= outer.budget))
+                    outer.waiting[rank] += 1
+                    outer.cond.wait_for(admissible)
+                    outer.waiting[rank] -= 1
                     outer.used += need
                     outer.running += 1
+                    outer.cond.notify_all()  # a lower rank may now be admissible beside it
 
             def __exit__(self, *exc):
                 with outer.cond:
@@ -361,10 +378,12 @@ class DeviceMemory:
         return _Held()
 
 
-def out_of_memory(verify: dict) -> bool:
-    """An evaluation's row says a check ran out of GPU memory (beside others' evaluations, most likely)."""
-    texts = [verify.get("message") or "", *(verify.get("failed_messages") or {}).values()]
-    return any("out of memory" in t.lower() for t in texts)
+def out_of_memory(field: dict) -> bool:
+    """A row's eval (row["verify"]) or gate (row["check"]) says a check ran out of GPU memory (beside
+    others' evaluations, most likely): CUDA's own words, or kdebug's for a check crowded out."""
+    texts = [field.get("message") or "", *(field.get("failed_messages") or {}).values(),
+             *(f.get("message") or "" for f in field.get("findings") or [])]
+    return any(("out of memory" in t.lower() or "out of gpu memory" in t.lower()) for t in texts)
 
 
 # -- selecting answers ---------------------------------------------------------------------------
@@ -722,8 +741,15 @@ def verify_main(opts, argv) -> int:
                "semantics": opts.semantics or "kernel"}
         if memory is None:
             return verify_repaired(row, folder, kd, opts, out)
-        with memory.hold(min(memory.need(folder / "reference.py"), GATE_MEMORY)):
-            return gate_repaired(row, folder, kd, opts, out)
+        with memory.hold(memory.need(folder / "reference.py", getattr(opts, "check_sizes", None) or "auto"),
+                         GATE):
+            gate_repaired(row, folder, kd, opts, out)
+        if out_of_memory(row["check"]) and not late():
+            crowded = row["check"]
+            with memory.hold(0, ALONE):
+                gate_repaired(row, folder, kd, opts, out)
+            row["check"]["alone_after"] = {k: crowded.get(k) for k in ("verdict", "seconds", "rules")}
+        return row
 
     def judge(row: dict | None) -> dict | None:
         if row is None or (memory is not None and late()):
@@ -734,7 +760,7 @@ def verify_main(opts, argv) -> int:
                 eval_repaired(row, folder, kd, opts, out)
             if out_of_memory(row["verify"]) and not late():
                 crowded = row["verify"]
-                with memory.hold(0, alone=True):  # judged again with the GPU to itself
+                with memory.hold(0, ALONE):  # judged again with the GPU to itself
                     eval_repaired(row, folder, kd, opts, out)
                 row["verify"]["alone_after"] = {k: crowded.get(k) for k in ("status", "message", "seconds")}
         with lock, rows_path.open("a") as fh:

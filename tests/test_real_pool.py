@@ -366,11 +366,18 @@ def test_a_task_s_gpu_memory_need_counts_an_output_much_larger_than_its_inputs(t
     inputs, params, results = real_pool.task_bytes(tmp_path / "reference.py")
     assert inputs == 2 * 4 * 16 ** 3 * 4 and results == 2 * 8 * 63 ** 3 * 4
     assert real_pool.DeviceMemory(100 << 30).need(tmp_path / "reference.py") >= 8 * results
+    # 512 MiB of inputs: the gate's reduced sizes hold half of them (the GPU's 256 MiB budget), and half the output
+    (tmp_path / "big.py").write_text(UPSAMPLING_REF.replace("randn(2, 4, 16, 16, 16)", "randn(8192, 4, 16, 16, 16)"))
+    memory = real_pool.DeviceMemory(100 << 30)
+    weights = real_pool.PARAM_COPIES * (4 * 8 * 27 + 8) * 4
+    published, small = memory.need(tmp_path / "big.py"), memory.need(tmp_path / "big.py", "small")
+    assert published - weights == 8 * 4096 * (inputs + results) and small - weights == (published - weights) // 2
 
 
 def test_an_evaluation_out_of_gpu_memory_is_judged_again_alone(tmp_path, monkeypatch):
-    """--verify-repairs on a GPU: a folder whose published-size eval ran out of memory beside others is
-    judged again once nothing else runs, and later folders wait for it; the row keeps the first result."""
+    """--verify-repairs on a GPU: a folder whose published-size eval or gate ran out of memory beside
+    others (CUDA's words or kdebug's "crowded out") is judged again once nothing else runs, and later
+    folders wait for it; the row keeps the first result."""
     import threading
 
     repairs = tmp_path / "repairs"
@@ -384,25 +391,31 @@ def test_an_evaluation_out_of_gpu_memory_is_judged_again_alone(tmp_path, monkeyp
                                                               "kernelbench": {"status": "pass"}}}
     lock, state = threading.Lock(), {"running": 0, "evals": [], "alone": []}
 
+    crowded = {"status": "runtime_error", "message": "not judged: 5 of 9 checks could not run (first: kb_trial0: "
+                                                     "reference failed: out of GPU memory while other processes held "
+                                                     "45.9 of 79.2 GiB", "verdicts": {}}
+    gate_oom = {"verdict": "reject", "findings": [{"rule": "fails_evaluation", "severity": "reject", "message":
+                                                   "fails the standard checks: runtime_error on 8/8 checks (first: "
+                                                   "seed0: candidate raised OutOfMemoryError: CUDA out of memory."}]}
+    first = {("eval", "2"): oom, ("eval", "4"): crowded, ("check", "3"): gate_oom}
+
     class Fake(FakeKdebug):
         def __init__(self, data_dir):
-            super().__init__({"check": {"verdict": "accept", "findings": []}})
+            super().__init__({"check": {"verdict": "accept", "findings": []}, "eval": fine})
 
         def run(self, args, timeout, cwd):
             import time
-            if args[0] == "check":
-                return super().run(args, timeout, cwd)
             name = Path(args[1]).name
             with lock:
                 state["running"] += 1
-                again = name in state["evals"]
-                state["evals"].append(name)
+                again = (args[0], name) in state["evals"]
+                state["evals"].append((args[0], name))
                 if again:
                     state["alone"].append(state["running"])
             time.sleep(0.3)
             with lock:
                 state["running"] -= 1
-            reply = oom if name.endswith("__2") and not again else fine
+            reply = self.replies[args[0]] if again else first.get((args[0], name[-1]), self.replies[args[0]])
             return {"exit": 0, "json": reply, "seconds": 0.3, "timed_out": False, "stderr_tail": ""}
 
     monkeypatch.setattr(real_pool, "Kdebug", Fake)
@@ -410,10 +423,12 @@ def test_an_evaluation_out_of_gpu_memory_is_judged_again_alone(tmp_path, monkeyp
     assert real_pool.main(["--verify-repairs", str(repairs), "--device", "cuda", "--jobs", "4",
                            "--gpu-memory-gb", "100", "--out", str(out)]) == 0
     rows = {r["id"]: r for r in json.loads((out / "rows.json").read_text())["rows"]}
-    assert all(r["verify"]["status"] == "pass" for r in rows.values())
+    assert all(r["verify"]["status"] == "pass" and r["check"]["verdict"] == "accept" for r in rows.values())
     assert rows["run/level1/2"]["verify"]["alone_after"]["status"] == "invalid_input"
-    assert "alone_after" not in rows["run/level1/1"]["verify"]
-    assert state["evals"].count("run__level1__2") == 2 and state["alone"] == [1]
+    assert rows["run/level1/4"]["verify"]["alone_after"]["status"] == "runtime_error"
+    assert rows["run/level1/3"]["check"]["alone_after"]["verdict"] == "reject"
+    assert "alone_after" not in rows["run/level1/1"]["verify"] and "alone_after" not in rows["run/level1/1"]["check"]
+    assert len(state["evals"]) == 8 + 3 and state["alone"] == [1, 1, 1]
 
 
 def test_a_rejected_iteration_keeps_the_gate_s_reasons_in_the_row():
@@ -457,3 +472,32 @@ def test_verify_resume_judges_only_the_folders_an_earlier_command_left(tmp_path,
     rows = json.loads((out / "rows.json").read_text())["rows"]
     assert [r["id"] for r in rows] == ["run/level1/1", "run/level1/2"]
     assert len((out / "rows.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_waiting_evaluation_goes_before_a_new_gate_that_would_fit():
+    """The shared GPU's admission: a gate that would fit beside those running still waits while an
+    evaluation (its gate ended, its build done) waits for memory, so the pipeline drains in order."""
+    import threading
+    import time
+
+    memory = real_pool.DeviceMemory(10)
+    order, first = [], memory.hold(6, real_pool.GATE)
+    first.__enter__()
+
+    def take(name, need, rank):
+        with memory.hold(need, rank):
+            order.append(name)
+            time.sleep(0.05)
+
+    evaluation = threading.Thread(target=take, args=("eval", 6, real_pool.EVAL))
+    evaluation.start()
+    while memory.waiting[real_pool.EVAL] == 0:
+        time.sleep(0.01)
+    gate = threading.Thread(target=take, args=("gate", 2, real_pool.GATE))
+    gate.start()
+    time.sleep(0.2)
+    assert order == []  # the gate of 2 fits beside the first (6 + 2 <= 10) but the evaluation waits
+    first.__exit__(None, None, None)
+    evaluation.join(5), gate.join(5)
+    assert order == ["eval", "gate"]
+    assert memory.need(Path("/nonexistent/reference.py")) == 10
