@@ -305,7 +305,8 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
             free["forward_runs"] = header.get("ok") and not header.get("forward_error")
         elif free.get("forward_runs") and header.get("forward_error"):
             return None  # the reference's forward fails on shapes alone here (a window larger than the input)
-        return (header["bytes"], header.get("flops"), header.get("param_bytes")) if header.get("ok") else None
+        return (header["bytes"], header.get("flops"), header.get("param_bytes"), header.get("result_bytes")) \
+            if header.get("ok") else None
 
     budget = plan.BUDGET_BYTES.get(device, plan.BUDGET_BYTES["cpu"])
     param_budget = plan.BUDGET_PARAM_BYTES.get(device, plan.BUDGET_PARAM_BYTES["cpu"])
@@ -314,16 +315,16 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
     params = first[2] if first else None
     if mode == "auto" and published is not None:
         room = free.get("bytes") if device == "cuda" else 1 << 30
-        if room and plan.check_memory_estimate(published) <= room and (params or 0) <= param_budget:
+        estimate = plan.check_memory_estimate(published, first[3] or 0)
+        if room and estimate <= room and (params or 0) <= param_budget:
             return {"mode": "auto", "shapes": {}, "published_input_bytes": published, "input_bytes": published,
-                    "memory_estimate_bytes": plan.check_memory_estimate(published), "reduced": False,
-                    "param_bytes": params}
+                    "memory_estimate_bytes": estimate, "reduced": False, "param_bytes": params}
     shapes, published, now = plan.reduce_shapes(case.reference_src, measure, budget,
                                                 flop_budget=plan.BUDGET_FLOPS.get(device), param_budget=param_budget)
     reduced = measured.get(tuple(sorted(shapes.items()))) if shapes else first
     return {"mode": mode, "shapes": shapes, "published_input_bytes": published, "input_bytes": now,
-            "memory_estimate_bytes": plan.check_memory_estimate(now), "reduced": bool(shapes),
-            "param_bytes": reduced[2] if reduced else None, "published_param_bytes": params}
+            "memory_estimate_bytes": plan.check_memory_estimate(now, (reduced[3] if reduced else None) or 0),
+            "reduced": bool(shapes), "param_bytes": reduced[2] if reduced else None, "published_param_bytes": params}
 
 
 def sandbox_cache_dir():

@@ -377,6 +377,41 @@ def test_small_sizes_halve_the_batch_until_the_inputs_fit(tmp_path):
     assert all(c.spec["shapes"] == {"batch_size": 4096} for c in report.checks)
 
 
+UPSAMPLE_REF = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=8, mode="nearest")
+
+
+batch_size = 256
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 4, 32, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_auto_sizes_count_an_output_much_larger_than_the_inputs():
+    """`auto` keeps the published sizes only where a check fits: an 8x upsampling's 4 MiB of inputs make a
+    256 MiB output, and the estimate counts it (transposed convolutions ran level-1 tasks out of an H100's
+    memory on estimates of their inputs alone)."""
+    report = evaluate(case_from_sources(UPSAMPLE_REF, UPSAMPLE_REF.replace("class Model(", "class ModelNew(")),
+                      "cpu", checks=[kernelbench_checks()[0]], sizes="auto")
+    assert report.sizes["published_input_bytes"] == 4 << 20 and report.sizes["reduced"]
+    assert report.sizes["shapes"] == {"batch_size": 64}
+    assert report.sizes["memory_estimate_bytes"] == 8 * ((1 << 20) + (64 << 20))
+    assert report.status == "pass"
+
+
 POOL_REF = """
 import torch
 import torch.nn as nn

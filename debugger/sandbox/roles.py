@@ -265,21 +265,22 @@ class ReferenceRole:
                 with torch.device("meta"):
                     raw = self.module.get_inputs()
                 total = sum(x.numel() * x.element_size() for x in raw if isinstance(x, torch.Tensor))
-                forward_error, flops, params = self._meta_forward(raw)
+                forward_error, flops, params, results = self._meta_forward(raw)
         except Exception as e:  # noqa: BLE001 - these shapes cannot be drawn: the plan skips them
             return {"ok": False, "error": f"{type(e).__name__}: {e}"[:300]}, None
         free = torch.cuda.mem_get_info()[0] if self.device == "cuda" else None
         return {"ok": True, "bytes": int(total), "device_free": free, "forward_error": forward_error,
-                "flops": flops, "param_bytes": params}, None
+                "flops": flops, "param_bytes": params, "result_bytes": results}, None
 
-    def _meta_forward(self, raw: list) -> tuple[str | None, int | None, int | None]:
+    def _meta_forward(self, raw: list) -> tuple[str | None, int | None, int | None, int | None]:
         """The reference's forward on these (meta) inputs: why it fails (shapes a pooling window or a kernel
         no longer fits, halved to below the kernel size, fail here on shapes alone), or None; the FLOPs
         of its matmuls and convolutions (torch's FlopCounterMode), which bound what a check costs where
-        kernels are interpreted or emulated; and the bytes of Model's parameters and buffers."""
+        kernels are interpreted or emulated; the bytes of Model's parameters and buffers; and of the largest
+        tensor the forward allocates (a transposed convolution's output can be 20x its input)."""
         from torch.utils.flop_counter import FlopCounterMode
 
-        from debugger.sizes import module_bytes
+        from debugger.sizes import largest_result_bytes, module_bytes
 
         params = None
         try:
@@ -287,10 +288,10 @@ class ReferenceRole:
                 model = self.module.Model(*self.module.get_init_inputs())
                 params = module_bytes(model)
                 with FlopCounterMode(display=False) as counter:
-                    model(*raw)
+                    results = largest_result_bytes(model, *raw)
         except Exception as e:  # noqa: BLE001 - the reason is the answer
-            return f"{type(e).__name__}: {e}"[:300], None, params
-        return None, int(counter.get_total_flops()), params
+            return f"{type(e).__name__}: {e}"[:300], None, params, None
+        return None, int(counter.get_total_flops()), params, results
 
     def sanity(self, header: dict) -> tuple[dict, None]:
         """Flag a reference that cannot tell right from wrong."""
