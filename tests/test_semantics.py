@@ -562,19 +562,19 @@ LINEAR_TRANSPOSED_OWN_INIT = (LINEAR_OWN_INIT
                               .replace("N = self.weight.shape[0]", "N = self.weight.shape[1]"))
 
 
-def test_a_weight_held_transposed_is_matched_and_its_parameter_init_repaired(tmp_path, monkeypatch):
-    from debugger.case import load_case
-    from debugger.repair import repair
+def test_a_weight_held_transposed_is_matched_and_its_parameter_init_repaired():
+    """The fix copies Model's weight into ModelNew's transposed tensor transposed (the kb repair loop that
+    applies it is run end to end on the untransposed kernel above)."""
+    from debugger.recipes.parameter_init import parameter_init_patch
 
-    monkeypatch.setenv("KDEBUG_DATA_DIR", str(tmp_path / "data"))
-    case = load_case(write_case(tmp_path / "case", LINEAR_REF, LINEAR_TRANSPOSED_OWN_INIT))
+    case = case_from_sources(LINEAR_REF, LINEAR_TRANSPOSED_OWN_INIT)
     report = evaluate(case, "cpu", checks=[standard_checks()[0], kernelbench_checks()[0]], semantics="kernelbench")
     assert _pairs(report)["weight"] == ("gemm.weight", "transposed")
     assert report.verdicts["kernel"]["status"] == "pass" and report.status == "mismatch"
-    result = repair(case, backend="kb", write_files=False, semantics="kernelbench", write_back=False)
-    assert result.status == "repaired" and result.bug_class == "parameter_init", result.message
-    assert ".transpose(0, 1)" in result.repaired_src
-    final = evaluate(case.with_candidate(result.repaired_src), "cpu", semantics="kernelbench")
+    patch = parameter_init_patch(LINEAR_TRANSPOSED_OWN_INIT, LINEAR_REF, report.parameter_map)
+    assert patch is not None and patch.bug_class == "parameter_init"
+    assert ".transpose(0, 1)" in patch.new_src
+    final = evaluate(case.with_candidate(patch.new_src), "cpu", semantics="kernelbench")
     assert final.status == "pass" and final.verdicts["kernel"]["status"] == "pass"
 
 
