@@ -168,7 +168,8 @@ def largest_result_bytes(fn, *args) -> int:
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            if any(r.alias_info is not None for r in func._schema.returns):
+            schema = getattr(func, "_schema", None)
+            if schema is not None and any(r.alias_info is not None for r in schema.returns):
                 return out  # a view or an in-place result: nothing new is allocated
             for t in tree_flatten(out)[0]:
                 if isinstance(t, torch.Tensor):
