@@ -26,6 +26,9 @@ host_facts.py. Tags are prefixed `cuda_` so they never collide with the Triton o
   transposed convolution read with the convolution-equivalent rewrite's conventions.
 - cuda_avgpool_counts_valid (pooling.py): an average pool divides by the taps inside the input, where
   PyTorch's default divides by the whole window.
+- cuda_exit_before_barrier (barrier_exit.py): a thread-dependent `if (...) return;` before a
+  `__syncthreads()` the rest of the block reaches: the exited threads' share of a shared tile is never
+  loaded.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from tree_sitter import Node
 
 from debugger.lang import Fact
 from debugger.lang.cuda.access import Access, accesses, covered, guards, inside, loops
+from debugger.lang.cuda.barrier_exit import exit_before_barrier
 from debugger.lang.cuda.coverage import coverage_facts
 from debugger.lang.cuda.pooling import pooling_facts
 from debugger.lang.cuda.transposed import transposed_facts
@@ -377,10 +381,20 @@ def _first_per_tag(facts: list[Fact]) -> list[Fact]:
     return out
 
 
+def barrier_exit(fn: Function) -> list[Fact]:
+    found = exit_before_barrier(fn)
+    if found is None:
+        return []
+    return [_fact("cuda_exit_before_barrier", fn, found.exit,
+                  f"threads leave {fn.name} at `{' '.join(text(found.exit).split())}` before a __syncthreads() the "
+                  f"rest of the block reaches: their share of the shared tile is never loaded (stale values read; "
+                  f"a barrier not every thread reaches is undefined)")]
+
+
 def kernel_facts(fn: Function, combined, python: str = "") -> list[Fact]:
     """Every kernel-body fact of one `__global__` function; `python` is the candidate's Python code
     without its strings, `combined(fn, pointer)` says whether per-block partials are combined."""
     acc = accesses(fn)
     return (unguarded(fn, acc) + divided_in_place(fn, acc) + shared_no_sync(fn, acc) + half_accumulator(fn)
             + block_partials(fn, acc, combined) + atomics(fn, acc) + running_stats(fn, acc, python)
-            + coverage_facts(fn) + transposed_facts(fn) + pooling_facts(fn))
+            + coverage_facts(fn) + transposed_facts(fn) + pooling_facts(fn) + barrier_exit(fn))

@@ -23,12 +23,14 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_exact_gelu | cuda_tanh_gelu (descriptive) | activation_formula |
 | cuda_transposed_conv_weight | cuda_transposed_taps_flipped / _weight_out_major | operator_misread |
 | cuda_avg_pool_window | cuda_avgpool_counts_valid | operator_misread |
+| cuda_exit_after_barriers | cuda_exit_before_barrier | write_race |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
 """
 from __future__ import annotations
 
+from debugger.lang.cuda.recipes.barrier_exit import CudaExitAfterBarriers
 from debugger.lang.cuda.recipes.batchnorm import CudaBatchNormBatchStats
 from debugger.lang.cuda.recipes.bounds import CudaBoundsCheck
 from debugger.lang.cuda.recipes.contiguous import CudaContiguousInputs
@@ -47,9 +49,9 @@ from debugger.lang.cuda.recipes.transposed import CudaTransposedConvWeight
 RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaGridAxisExtent(), CudaBlockStrideLoop(), CudaBoundsCheck(), CudaDecodeOnCopy(),
            CudaFloatAccumulator(), CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(),
            CudaCombinePartials(), CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
-           CudaExactGelu(), CudaTransposedConvWeight(), CudaAvgPoolWindow()]
+           CudaExactGelu(), CudaTransposedConvWeight(), CudaAvgPoolWindow(), CudaExitAfterBarriers()]
 
 __all__ = ["RECIPES", "CudaAtomicPartials", "CudaAvgPoolWindow", "CudaBatchLoop", "CudaBatchNormBatchStats",
            "CudaBlockStrideLoop", "CudaBlockStrideRow", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials",
-           "CudaContiguousInputs", "CudaDecodeOnCopy", "CudaExactGelu", "CudaFloatAccumulator", "CudaFusedAxisGuard",
+           "CudaContiguousInputs", "CudaDecodeOnCopy", "CudaExactGelu", "CudaExitAfterBarriers", "CudaFloatAccumulator", "CudaFusedAxisGuard",
            "CudaGridAxisExtent", "CudaGridStrideLoop", "CudaSyncThreads", "CudaTransposedConvWeight"]
