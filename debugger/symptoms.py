@@ -102,6 +102,8 @@ CUDA_STATIC = {
     "cuda_transposed_taps_flipped": "a CUDA transposed convolution's gather reads flipped taps (K - 1 - k) or adds "
                                     "the padding twice",
     "cuda_avgpool_counts_valid": "a CUDA average pool divides by the taps inside the input, not the whole window",
+    "cuda_exit_before_barrier": "CUDA threads return before a __syncthreads the rest of the block reaches: their "
+                                "share of a shared tile is never loaded",
     "cuda_transposed_weight_out_major": "a CUDA transposed convolution reads its weight out-channel major, a "
                                         "convolution's layout",
     "cuda_shared_no_sync": "CUDA shared memory written and read by other threads with no __syncthreads between",
