@@ -14,7 +14,6 @@ from debugger.lang.cuda.unit import Unit
 from debugger.source.tree import text
 
 
-
 class CudaExitAfterBarriers(CudaRecipe):
     id = "cuda_exit_after_barriers"
     bug_classes = ("write_race",)
