@@ -9,10 +9,13 @@ shared memory, and a barrier not every thread of the block reaches is undefined 
 
 `exit_before_barrier(fn)` finds such an exit - an `if (cond) return;` among the kernel body's own
 statements, `cond` derived from threadIdx, with a barrier in a later statement - and says whether it
-can be moved after the last barrier: every global load between the exit and that barrier is guarded
-by a condition of its own (an `if`, `?:` or `&&` inside that stretch), so a thread past the edge reads
-nothing it must not, and no global store happens before the last barrier. Fact
-`cuda_exit_before_barrier` (facts.py); recipe `cuda_exit_after_barriers` (recipes/barrier_exit.py).
+can be moved after the last barrier: every global load between the exit and that barrier sits under a
+condition of its own (an `if`, `?:` or `&&` inside that stretch) and no global store happens before the
+last barrier. The analysis does not prove that condition bounds every index the exit bounded (opus
+level3/50's `if (key_pos < hs)` bounds the thread, not the block's batch): a load left unbounded would
+read past the edge for a thread whose result is then dropped, which the evaluation's layouts and shapes
+(and compute-sanitizer on a GPU) judge. Fact `cuda_exit_before_barrier` (facts.py); recipe
+`cuda_exit_after_barriers` (recipes/barrier_exit.py).
 """
 from __future__ import annotations
 
