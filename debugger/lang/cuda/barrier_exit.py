@@ -9,12 +9,12 @@ shared memory, and a barrier not every thread of the block reaches is undefined 
 
 `exit_before_barrier(fn)` finds such an exit - an `if (cond) return;` among the kernel body's own
 statements, `cond` derived from threadIdx, with a barrier in a later statement - and says whether it
-can be moved after the last barrier: every global load between the exit and that barrier sits under a
-condition of its own (an `if`, `?:` or `&&` inside that stretch) and no global store happens before the
-last barrier. The analysis does not prove that condition bounds every index the exit bounded (opus
-level3/50's `if (key_pos < hs)` bounds the thread, not the block's batch): a load left unbounded would
-read past the edge for a thread whose result is then dropped, which the evaluation's layouts and shapes
-(and compute-sanitizer on a GPU) judge. Fact `cuda_exit_before_barrier` (facts.py); recipe
+can be moved after the last barrier: every global load between the exit and that barrier sits under
+conditions of its own (an `if`, `?:` or `&&` inside that stretch) that read every name of the exit's
+condition its index depends on - opus level3/50's `if (key_pos < hs)` guards a load indexed by the
+block's batch too, which only the exit bounded: not movable - and no global store happens before the
+last barrier. (Reading a name is not bounding it by the same value: the evaluation's shapes and, on a
+GPU, compute-sanitizer judge the rest.) Fact `cuda_exit_before_barrier` (facts.py); recipe
 `cuda_exit_after_barriers` (recipes/barrier_exit.py).
 """
 from __future__ import annotations
@@ -55,16 +55,30 @@ def _returns_only(stmt: Node) -> bool:
     return stmt.type == "return_statement" and stmt.named_child_count == 0
 
 
-def _guarded_within(node: Node, lo: int, hi: int) -> bool:
+def _guards_within(node: Node, lo: int, hi: int) -> list[Node]:
+    """The conditions around `node` that lie inside [lo, hi): enclosing `if`s and `?:`s, and the left
+    operands of the `&&`s it is the right operand of."""
+    out = []
     for a in ancestors(node):
         if a.start_byte < lo:
-            return False
+            break
         if a.type in _GUARDS and a.end_byte <= hi:
-            return True
-        if a.type == "binary_expression" and a.child_by_field_name("operator") is not None and \
-                a.child_by_field_name("operator").type == "&&" and inside(node, a.child_by_field_name("right")):
-            return True
-    return False
+            out.append(a.child_by_field_name("condition"))
+        op = a.child_by_field_name("operator") if a.type == "binary_expression" else None
+        if op is not None and op.type == "&&" and inside(node, a.child_by_field_name("right")):
+            out.append(a.child_by_field_name("left"))
+    return [c for c in out if c is not None]
+
+
+def _bounded_without_exit(fn: Function, load, exit_names: set[str], lo: int, hi: int) -> bool:
+    """The load's own conditions (inside the stretch) bound every name of the exit's condition its index
+    depends on (`(row < M && k < K) ? a[row * K + k] : 0` for `if (row >= M) return;`)."""
+    needed = fn.closure(identifiers(load.index)) & exit_names
+    conditions = _guards_within(load.node, lo, hi)
+    if not conditions:
+        return False
+    bounded = set().union(*(fn.closure(identifiers(c)) for c in conditions))
+    return needed <= bounded
 
 
 def exit_before_barrier(fn: Function) -> BarrierExit | None:
@@ -87,8 +101,9 @@ def exit_before_barrier(fn: Function) -> BarrierExit | None:
         last = later[-1]
         lo, hi = stmt.end_byte, last.end_byte
         between = [a for a in accesses(fn) if lo <= a.node.start_byte and a.node.end_byte <= hi and not a.shared]
+        exit_names = identifiers(condition)
         movable = not any(a.store for a in between) and \
-            all(_guarded_within(a.node, lo, hi) for a in between if not a.store)
+            all(_bounded_without_exit(fn, a, exit_names, lo, hi) for a in between if not a.store)
         # a second exit or a value-returning return in between would leave threads out again
         movable = movable and not any(n.type == "return_statement" for s in stmts[i + 1:stmts.index(last) + 1]
                                       for n in walk(s))
