@@ -722,13 +722,24 @@ def verify_main(opts, argv) -> int:
         done = {r["id"]: r for r in read_rows([rows_path])[0]}
     else:
         rows_path.unlink(missing_ok=True)
-    todo = [d for d in folders if d.name.replace("__", "/") not in done]
+    ids = {d: d.name.replace("__", "/") for d in folders}
+    todo = [d for d in folders if ids[d] not in done]
     lock = threading.Lock()
     print(f"real_pool: {len(folders)} repaired case folders in {opts.verify_repairs}, {len(folders) - len(todo)} "
           f"already judged; out {out}", file=sys.stderr)
 
     def late() -> bool:
         return opts.deadline is not None and time.time() - t0 > opts.deadline
+
+    def again_alone(row: dict, field: str, judge_with, kept: tuple[str, ...]) -> None:
+        """A gate or eval that ran out of GPU memory beside others is run again with the GPU to itself;
+        the row keeps what the crowded run said."""
+        if not out_of_memory(row[field]) or late():
+            return
+        crowded = row[field]
+        with memory.hold(0, ALONE):
+            judge_with(row, Path(row["case_dir"]), kd, opts, out)
+        row[field]["alone_after"] = {k: crowded.get(k) for k in kept}
 
     # On a GPU, two stages in a pipeline: the gate, at its (reduced) sizes and light on GPU memory, with twice
     # the jobs - the extension builds (a minute of nvcc each, on the host's cores) happen there - and, as
@@ -737,18 +748,14 @@ def verify_main(opts, argv) -> int:
     def gate(folder: Path) -> dict | None:
         if late():
             return None
-        row = {"id": folder.name.replace("__", "/"), "case_dir": str(folder), "flags": {},
+        row = {"id": ids[folder], "case_dir": str(folder), "flags": {},
                "semantics": opts.semantics or "kernel"}
         if memory is None:
             return verify_repaired(row, folder, kd, opts, out)
         with memory.hold(memory.need(folder / "reference.py", getattr(opts, "check_sizes", None) or "auto"),
                          GATE):
             gate_repaired(row, folder, kd, opts, out)
-        if out_of_memory(row["check"]) and not late():
-            crowded = row["check"]
-            with memory.hold(0, ALONE):
-                gate_repaired(row, folder, kd, opts, out)
-            row["check"]["alone_after"] = {k: crowded.get(k) for k in ("verdict", "seconds", "rules")}
+        again_alone(row, "check", gate_repaired, ("verdict", "seconds", "rules"))
         return row
 
     def judge(row: dict | None) -> dict | None:
@@ -758,11 +765,7 @@ def verify_main(opts, argv) -> int:
             folder = Path(row["case_dir"])
             with memory.hold(memory.need(folder / "reference.py")):
                 eval_repaired(row, folder, kd, opts, out)
-            if out_of_memory(row["verify"]) and not late():
-                crowded = row["verify"]
-                with memory.hold(0, ALONE):  # judged again with the GPU to itself
-                    eval_repaired(row, folder, kd, opts, out)
-                row["verify"]["alone_after"] = {k: crowded.get(k) for k in ("status", "message", "seconds")}
+            again_alone(row, "verify", eval_repaired, ("status", "message", "seconds"))
         with lock, rows_path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         v = row["verify"]
@@ -775,8 +778,7 @@ def verify_main(opts, argv) -> int:
     with ThreadPoolExecutor(max_workers=gate_jobs) as gates, ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as evals:
         judged = [evals.submit(judge, g.result()) for g in as_completed([gates.submit(gate, f) for f in todo])]
         rows = sorted([*(r for r in (j.result() for j in judged) if r is not None),
-                       *(r for r in done.values() if r["id"] in {f.name.replace("__", "/") for f in folders})],
-                      key=lambda r: r["id"])
+                       *(done[i] for i in ids.values() if i in done)], key=lambda r: r["id"])
     meta = {"pool": str(opts.verify_repairs), "device": opts.device, "commit": commit,
             "command": f"python eval/real_pool.py {_argv_text(argv)}",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "wall_seconds": round(time.time() - t0, 1),

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from debugger.lang.cuda.access import accesses, inside
-from debugger.lang.cuda.unit import SYNC, THREAD, Function, identifiers
-from debugger.source.tree import ancestors, text, walk
+from debugger.lang.cuda.unit import THREAD, Function, identifiers, statements, syncs_in
+from debugger.source.tree import ancestors, walk
 
 _GUARDS = ("if_statement", "conditional_expression")
 
@@ -38,19 +38,10 @@ class BarrierExit:
     movable: bool        # loads in between guarded on their own, no global store before the last barrier
 
 
-def _statements(block: Node) -> list[Node]:
-    return [c for c in block.named_children if c.type != "comment"]
-
-
-def _syncs(node: Node) -> bool:
-    return any(n.type == "call_expression" and SYNC.match(text(n.child_by_field_name("function")).split("::")[-1])
-               for n in walk(node))
-
-
 def _returns_only(stmt: Node) -> bool:
     """`return;` or `{ return; }` with no value."""
     if stmt.type == "compound_statement":
-        inner = _statements(stmt)
+        inner = statements(stmt)
         return len(inner) == 1 and _returns_only(inner[0])
     return stmt.type == "return_statement" and stmt.named_child_count == 0
 
@@ -85,7 +76,7 @@ def exit_before_barrier(fn: Function) -> BarrierExit | None:
     body = fn.body
     if body is None:
         return None
-    stmts = _statements(body)
+    stmts = statements(body)
     for i, stmt in enumerate(stmts):
         if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
             continue
@@ -95,7 +86,7 @@ def exit_before_barrier(fn: Function) -> BarrierExit | None:
             continue
         if THREAD not in fn.closure(identifiers(condition)):
             continue
-        later = [s for s in stmts[i + 1:] if _syncs(s)]
+        later = [s for s in stmts[i + 1:] if syncs_in(fn, [s])]
         if not later:
             continue
         last = later[-1]

@@ -39,6 +39,20 @@ def identifiers(node: Node | None) -> set[str]:
     return {text(n) for n in walk(node) if n.type == "identifier"}
 
 
+def statements(block: Node) -> list[Node]:
+    """The statements of a compound statement (comments and braces left out)."""
+    return [c for c in block.named_children if c.type != "comment"]
+
+
+def syncs_in(fn: "Function", nodes: list[Node]) -> bool:
+    """A barrier call (`__syncthreads()` and the like) inside any of `nodes`."""
+    for root in nodes:
+        for n in walk(root):
+            if n.type == "call_expression" and SYNC.match(text(n.child_by_field_name("function")).split("::")[-1]):
+                return True
+    return False
+
+
 INT_TYPE = re.compile(r"^(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|long\s+long|short|size_t|"
                       r"u?int(?:8|16|32|64)_t|int64_t|index_t|unsigned)$")
 

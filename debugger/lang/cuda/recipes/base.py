@@ -14,11 +14,11 @@ from typing import Iterable, Iterator
 from tree_sitter import Node
 
 from debugger.lang.cuda.splice import UnitSplice, error_count
-from debugger.lang.cuda.unit import SYNC, Function, Unit, int_params
+from debugger.lang.cuda.unit import Function, Unit, int_params, statements
 from debugger.recipes.base import Patch, Recipe
 from debugger.recipes.syntax import Source
 from debugger.source.edits import Edit
-from debugger.source.tree import text, walk
+from debugger.source.tree import text
 
 UnitEdit = tuple[int, int, str]
 INDENT = "    "
@@ -73,11 +73,6 @@ def indent_at(data: bytes, pos: int) -> str:
     return line[:len(line) - len(line.lstrip())]
 
 
-def statements(block: Node) -> list[Node]:
-    """The statements of a compound statement (comments and braces left out)."""
-    return [c for c in block.named_children if c.type != "comment"]
-
-
 def top_statement(node: Node, block: Node) -> Node | None:
     """The statement of `block` that holds `node`."""
     while node is not None and node.parent is not None and node.parent != block:
@@ -108,15 +103,6 @@ def wrap_rest(data: bytes, first: Node, block: Node, header: str) -> list[UnitEd
     closing = line_start(data, close)
     edits.append((closing, closing, f"{indent}}}\n"))
     return edits
-
-
-def syncs_in(fn: Function, nodes: list[Node]) -> bool:
-    """A barrier call (`__syncthreads()` and the like) inside any of `nodes`."""
-    for root in nodes:
-        for n in walk(root):
-            if n.type == "call_expression" and SYNC.match(text(n.child_by_field_name("function")).split("::")[-1]):
-                return True
-    return False
 
 
 # -- sizes ---------------------------------------------------------------------------------------------

@@ -9,9 +9,8 @@ where an access comes before the index is fully computed.
 from __future__ import annotations
 
 from debugger.lang.cuda.access import accesses, covered, guards
-from debugger.lang.cuda.recipes.base import (CudaRecipe, UnitEdit, size_choices, statements, syncs_in,
-                                             top_statement, wrap_rest)
-from debugger.lang.cuda.unit import BUILTINS, Function, Unit
+from debugger.lang.cuda.recipes.base import CudaRecipe, UnitEdit, size_choices, top_statement, wrap_rest
+from debugger.lang.cuda.unit import BUILTINS, Function, Unit, statements, syncs_in
 
 
 def loose_indices(fn: Function) -> tuple[list[str], list]:

@@ -11,9 +11,9 @@
 from __future__ import annotations
 
 from debugger.lang.cuda.coverage import bound_choices, fixed_zero_indices, fused_axis_guards
-from debugger.lang.cuda.recipes.base import CudaRecipe, UnitEdit, statements, wrap_rest
+from debugger.lang.cuda.recipes.base import CudaRecipe, UnitEdit, wrap_rest
 from debugger.lang.cuda.recipes.grid import SIMPLE, drop_statement
-from debugger.lang.cuda.unit import Function, Unit, identifiers
+from debugger.lang.cuda.unit import Function, Unit, identifiers, statements
 from debugger.source.tree import text, walk
 
 SLICE_SYMPTOMS = ("slices_unwritten", "never_written", "mostly_unwritten")

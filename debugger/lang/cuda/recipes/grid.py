@@ -25,9 +25,9 @@ from tree_sitter import Node
 from debugger.lang.cuda.host_facts import (_capped, _floor_divisions, _leaves, _steps_over, expansion,
                                           single_block_axes)
 from debugger.lang.cuda.recipes.base import (CudaRecipe, UnitEdit, line_start, size_choices, starts_line,
-                                             statements, syncs_in, wrap_rest)
+                                             wrap_rest)
 from debugger.lang.cuda.recipes.bounds import guard_edits
-from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers
+from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers, statements, syncs_in
 from debugger.source.tree import text, unparen, walk
 
 SIMPLE = ("identifier", "number_literal", "call_expression", "field_expression", "parenthesized_expression",

@@ -27,10 +27,9 @@ from tree_sitter import Node
 from debugger.lang.cuda.access import accesses, loops
 from debugger.lang.cuda.facts import partial_stores
 from debugger.lang.cuda.recipes.base import (COLS_LIKE, INDENT, SIZE_LIKE, CudaRecipe, UnitEdit, indent_at,
-                                             int_params, line_start, starts_line, statements, syncs_in,
-                                             top_statement)
+                                             int_params, line_start, starts_line, top_statement)
 from debugger.lang.cuda.recipes.partials import reduction_op
-from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers
+from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers, statements, syncs_in
 from debugger.source.tree import text, unparen, walk
 
 IDENTITY = {"sum": "0", "max": "-INFINITY", "min": "INFINITY"}

@@ -20,8 +20,8 @@ from tree_sitter import Node
 
 from debugger.lang.cuda.access import accesses, inside
 from debugger.lang.cuda.facts import _statement, shared_hazards
-from debugger.lang.cuda.recipes.base import CudaRecipe, UnitEdit, indent_at, starts_line, statements
-from debugger.lang.cuda.unit import THREAD, Function, Unit, identifiers
+from debugger.lang.cuda.recipes.base import CudaRecipe, UnitEdit, indent_at, starts_line
+from debugger.lang.cuda.unit import THREAD, Function, Unit, identifiers, statements
 from debugger.source.tree import ancestors, text, walk
 
 BARRIER = "__syncthreads();"
