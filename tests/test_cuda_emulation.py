@@ -78,6 +78,9 @@ def test_what_the_runtime_does_not_run_is_named():
     assert blocker("cublasLtMatmul(h, d, a, A, da, B, db, b, C, dc, C, dc, 0, 0, 0, s);") == "cuBLAS beyond cublasSgemm"
     assert blocker("cublasCreate(&h); cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &a, A, m, B, k, &b, C, m);") is None
     assert blocker("// asm(\"trap;\") only in a comment") is None
+    assert blocker("cub::DeviceReduce::Sum(tmp, bytes, in, out, n);") == "CUB beyond BlockReduce and BlockScan"
+    assert blocker("typedef cub::BlockReduce<float, 256, cub::BLOCK_REDUCE_RAKING> R; R(s).Reduce(v, cub::Max());") is None
+    assert "#include" not in translate("#include <cub/cub.cuh>\n#include <cub/block/block_scan.cuh>\n")
     with pytest.raises(Untranslatable):
         translate("void f() { k<<<1, 1>>>; }")
 
@@ -100,6 +103,7 @@ __global__ void missing_barrier_sum(const float* x, float* out) {  // 64 threads
 KERNELS = r"""
 #include <torch/extension.h>
 #include <cuda_runtime.h>
+#include <cub/cub.cuh>
 
 __global__ void row_sum_shared(const float* x, float* out, int cols) {
     __shared__ float part[128];
@@ -174,7 +178,48 @@ __global__ void warp_synchronous_sum(const float* x, float* out) {  // 64 thread
     if (t == 0) out[blockIdx.x] = s[0];
 }
 
+__global__ void cub_block_ops(const float* x, float* out, float* incl, float* excl) {  // 64 threads a row
+    typedef cub::BlockReduce<float, 64> Reduce;
+    typedef cub::BlockScan<float, 64, cub::BLOCK_SCAN_WARP_SCANS> Scan;
+    __shared__ typename Reduce::TempStorage rs;
+    __shared__ typename Scan::TempStorage ss;
+    int row = blockIdx.x, t = threadIdx.x;
+    float v = x[row * 64 + t];
+    float s = Reduce(rs).Sum(v);
+    float m = Reduce(rs).Reduce(v, cub::Max());
+    float first10 = Reduce(rs).Sum(v, 10);
+    if (t == 0) { out[row * 4] = s; out[row * 4 + 1] = m; out[row * 4 + 2] = first10; }
+    if (t == 1) out[row * 4 + 3] = s;  // CUB defines the aggregate in thread 0 only
+    float inc, exc;
+    Scan(ss).InclusiveSum(v, inc);
+    Scan(ss).ExclusiveSum(v, exc);
+    incl[row * 64 + t] = inc;
+    excl[row * 64 + t] = exc;
+}
+
+__global__ void cub_items_scan(const float* x, float* y, float* totals) {  // 32 threads, 4 items each, a row
+    typedef cub::BlockScan<float, 32> Scan;
+    __shared__ typename Scan::TempStorage ss;
+    float items[4];
+    int row = blockIdx.x, t = threadIdx.x;
+    for (int i = 0; i < 4; ++i) items[i] = x[row * 128 + t * 4 + i];
+    float total;
+    Scan(ss).InclusiveSum(items, items, total);
+    for (int i = 0; i < 4; ++i) y[row * 128 + t * 4 + i] = items[i];
+    if (t == 0) totals[row] = total;
+}
+
 MISSING_BARRIER_SUM
+
+std::vector<torch::Tensor> cub_ops(torch::Tensor x, torch::Tensor x128) {
+    int rows = x.size(0);
+    auto out = torch::empty({rows, 4}, x.options()), incl = torch::empty_like(x), excl = torch::empty_like(x);
+    cub_block_ops<<<rows, 64>>>(x.data_ptr<float>(), out.data_ptr<float>(), incl.data_ptr<float>(),
+                                excl.data_ptr<float>());
+    auto y = torch::empty_like(x128), totals = torch::empty({x128.size(0)}, x.options());
+    cub_items_scan<<<x128.size(0), 32>>>(x128.data_ptr<float>(), y.data_ptr<float>(), totals.data_ptr<float>());
+    return {out, incl, excl, y, totals};
+}
 
 torch::Tensor racy_sum(torch::Tensor x) {
     auto out = torch::empty({x.numel() / 64}, x.options());
@@ -230,14 +275,15 @@ DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
          "std::vector<torch::Tensor> side_by_side(torch::Tensor x);"
          "torch::Tensor racy_sum(torch::Tensor x);"
          "torch::Tensor copy_with(torch::Tensor x, int64_t blocks, int64_t threads);"
-         "torch::Tensor sgemm(torch::Tensor a, torch::Tensor b);")
+         "torch::Tensor sgemm(torch::Tensor a, torch::Tensor b);"
+         "std::vector<torch::Tensor> cub_ops(torch::Tensor x, torch::Tensor x128);")
 
 
 @pytest.fixture(scope="module")
 def ext(tmp_path_factory):
     load_inline = emulate.make_load_inline(cpp_extension.load_inline)  # not install(): this process stays as is
     return load_inline(name="emulation_test", cpp_sources=DECLS, cuda_sources=KERNELS,
-                       functions=["reductions", "side_by_side", "racy_sum", "copy_with", "sgemm"], extra_ldflags=["-lcublas"],
+                       functions=["reductions", "side_by_side", "racy_sum", "copy_with", "sgemm", "cub_ops"], extra_ldflags=["-lcublas"],
                        build_directory=str(tmp_path_factory.mktemp("build")))
 
 
@@ -287,6 +333,20 @@ def test_a_short_grid_leaves_elements_unwritten_and_invalid_launches_fail_as_on_
 def test_cublas_sgemm(ext):
     a, b = torch.randn(7, 5), torch.randn(5, 3)
     torch.testing.assert_close(ext.sgemm(a, b), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_cub_block_reduce_and_scan_compute_as_cub_defines_them(ext):
+    torch.manual_seed(0)
+    x, x128 = torch.randn(3, 64), torch.randn(2, 128)
+    out, incl, excl, y, totals = ext.cub_ops(x, x128)
+    torch.testing.assert_close(out[:, 0], x.sum(1), rtol=1e-5, atol=1e-5)
+    assert torch.equal(out[:, 1], x.amax(1))
+    torch.testing.assert_close(out[:, 2], x[:, :10].sum(1), rtol=1e-5, atol=1e-5)  # num_valid: the first 10 threads
+    assert not torch.allclose(out[:, 3], out[:, 0])  # the aggregate outside thread 0: undefined, not the sum
+    torch.testing.assert_close(incl, x.cumsum(1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(excl, x.cumsum(1) - x, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(y, x128.cumsum(1), rtol=1e-5, atol=1e-5)  # 4 consecutive items a thread
+    torch.testing.assert_close(totals, x128.sum(1), rtol=1e-5, atol=1e-5)
 
 
 def test_kdebug_eval_runs_a_cuda_candidate_on_the_cpu():

@@ -5,8 +5,9 @@ lines): comments blanked, CUDA-only includes dropped (the runtime header stands 
 launches `k<<<grid, block, smem, stream>>>(args)` made calls of `::kdcpu::launch`, `extern __shared__`
 arrays pointed at the launch's dynamic shared memory, and tests for a CUDA device made tests for the
 CPU (`x.is_cuda()`, `torch::kCUDA`), since the tensors live there. What the runtime cannot stand in
-for (inline PTX, tensor-core fragments, cuBLAS, CUB, Thrust, textures) is named by `blocker`, so the
-caller says so in one line instead of reporting a compile error the candidate does not have.
+for (inline PTX, tensor-core fragments, cuBLAS, CUB beyond its block-wide reduce and scan, Thrust,
+textures) is named by `blocker`, so the caller says so in one line instead of reporting a compile error
+the candidate does not have.
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ BLOCKERS = [
     (re.compile(r"\bcublasLt\w*|\bcublas(?!Create|Destroy|SetStream|SetMathMode|GetStream|Sgemm\b|"
                 r"SgemmStridedBatched\b|Status_t|Handle_t|Operation_t)\w+\s*\("), "cuBLAS beyond cublasSgemm"),
     (re.compile(r"#\s*include\s*<cudnn|\bcudnn\w*\s*\("), "cuDNN"),
-    (re.compile(r"#\s*include\s*<cub/|\bcub::"), "CUB"),
+    # CUB: the runtime stands in for the block-wide reduce and scan and the reduction functors, not the rest
+    (re.compile(r"\bcub::(?!(?:BlockReduce|BlockScan|Sum|Max|Min|BLOCK_REDUCE_\w+|BLOCK_SCAN_\w+)\b)\w+"),
+     "CUB beyond BlockReduce and BlockScan"),
     (re.compile(r"#\s*include\s*<thrust/|\bthrust::"), "Thrust"),
     (re.compile(r"#\s*include\s*<(?:cutlass|cute)/|\bcutlass::|\bcute::"), "CUTLASS"),
     (re.compile(r"#\s*include\s*<(?:curand|cufft|cusparse|cusolver)"), "a CUDA math library"),
@@ -33,9 +36,10 @@ BLOCKERS = [
 CUDA_INCLUDE = re.compile(
     r'^[ \t]*#[ \t]*include[ \t]*[<"](?:cuda[\w.]*\.h(?:pp)?|cuda_runtime[\w.]*|device_\w+\.h|math_constants\.h|'
     r'vector_types\.h|vector_functions\.h|sm_\d+\w*\.h|driver_types\.h|crt/[\w./]+|'
-    r'(?:ATen|c10)/cuda/[\w./]+|THC/[\w./]+|helper_cuda\.h|helper_math\.h|cublas_v2\.h|cublas_api\.h|cublas\.h)[>"][^\n]*$',
+    r'(?:ATen|c10)/cuda/[\w./]+|THC/[\w./]+|helper_cuda\.h|helper_math\.h|cublas_v2\.h|cublas_api\.h|cublas\.h|cub/[\w./]+)[>"][^\n]*$',
     re.M)
-SYNC = re.compile(r"\b(?:__syncthreads\w*|__syncwarp|__shfl\w*|__ballot\w*|__any_sync|__all_sync|__reduce_\w+_sync)\b")
+SYNC = re.compile(r"\b(?:__syncthreads\w*|__syncwarp|__shfl\w*|__ballot\w*|__any_sync|__all_sync|__reduce_\w+_sync|"
+                  r"cub::Block(?:Reduce|Scan))\b")
 EXTERN_SHARED = re.compile(
     r"\bextern\s+__shared__\s+((?:(?:__align__|alignas)\s*\(\s*\w+\s*\)\s*|volatile\s+|const\s+)*)"
     r"([A-Za-z_][\w:]*(?:\s*<[^;<>]*>)?(?:\s*\*)*)\s*((?:(?:__align__|alignas)\s*\(\s*\w+\s*\)\s*)*)"

@@ -815,3 +815,177 @@ inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublas
                                   const float* beta, float* C, int ldc) {
     return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
 }
+
+// ---------------------------------------------------------------------------------------------------
+// CUB's block-wide collectives (cub::BlockReduce, cub::BlockScan) and its reduction functors. Every thread
+// of the block hands its value to TempStorage (a __shared__ object, so one per block), waits at a barrier,
+// and reads what it needs; a second barrier lets the storage be reused, as CUB's own calls allow. What CUB
+// leaves undefined stays wrong here: a reduction's result is the block's aggregate in thread 0 only (other
+// threads get their own input back), and a block larger than the template's thread count leaves the extra
+// threads out of the collective (they get their input back). Algorithms (BLOCK_REDUCE_*, BLOCK_SCAN_*)
+// change only the order of CUB's floating-point sums: here they run in thread order. Device-wide CUB
+// (cub::Device*), warp collectives and block loads/stores are not stood in for (translate.blocker names them).
+namespace cub {
+enum BlockReduceAlgorithm { BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY, BLOCK_REDUCE_RAKING, BLOCK_REDUCE_WARP_REDUCTIONS };
+enum BlockScanAlgorithm { BLOCK_SCAN_RAKING, BLOCK_SCAN_RAKING_MEMOIZE, BLOCK_SCAN_WARP_SCANS };
+
+struct Sum {
+    template <class T> T operator()(const T& a, const T& b) const { return a + b; }
+};
+struct Max {
+    template <class T> T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+struct Min {
+    template <class T> T operator()(const T& a, const T& b) const { return b < a ? b : a; }
+};
+
+namespace detail {
+// Slots of a block's collective: each thread's value, in linear thread order.
+template <class T, int N> struct Slots {
+    T vals[N];
+};
+
+template <class T, int N, class Op> T fold(const Slots<T, N>& s, int from, int to, T init, Op op) {
+    for (int i = from; i < to; ++i) init = op(init, s.vals[i]);
+    return init;
+}
+
+template <class T, int I, class Op> T thread_fold(const T (&in)[I], Op op) {
+    T acc = in[0];
+    for (int i = 1; i < I; ++i) acc = op(acc, in[i]);
+    return acc;
+}
+}  // namespace detail
+
+template <class T, int BLOCK_DIM_X, BlockReduceAlgorithm ALGORITHM = BLOCK_REDUCE_WARP_REDUCTIONS,
+          int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
+class BlockReduce {
+    static constexpr int N = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+
+public:
+    typedef detail::Slots<T, N> TempStorage;
+
+    BlockReduce() : s_(private_storage()) {}
+    explicit BlockReduce(TempStorage& storage) : s_(storage) {}
+
+    template <class Op> T Reduce(T input, Op op) { return Reduce(input, op, N); }
+    template <class Op> T Reduce(T input, Op op, int num_valid) {
+        const int t = ::kdcpu::linear_tid();
+        if (t < N) s_.vals[t] = input;
+        __syncthreads();
+        T out = input;
+        if (t == 0 && num_valid > 0) out = detail::fold(s_, 1, std::min(num_valid, N), s_.vals[0], op);
+        __syncthreads();
+        return out;
+    }
+    template <int I, class Op> T Reduce(T (&inputs)[I], Op op) { return Reduce(detail::thread_fold(inputs, op), op); }
+    T Sum(T input) { return Reduce(input, cub::Sum()); }
+    T Sum(T input, int num_valid) { return Reduce(input, cub::Sum(), num_valid); }
+    template <int I> T Sum(T (&inputs)[I]) { return Reduce(inputs, cub::Sum()); }
+
+private:
+    static TempStorage& private_storage() {
+        static TempStorage storage;
+        return storage;
+    }
+    TempStorage& s_;
+};
+
+template <class T, int BLOCK_DIM_X, BlockScanAlgorithm ALGORITHM = BLOCK_SCAN_RAKING, int BLOCK_DIM_Y = 1,
+          int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
+class BlockScan {
+    static constexpr int N = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+
+public:
+    typedef detail::Slots<T, N> TempStorage;
+
+    BlockScan() : s_(private_storage()) {}
+    explicit BlockScan(TempStorage& storage) : s_(storage) {}
+
+    // One value per thread.
+    template <class Op> void InclusiveScan(T input, T& output, Op op, T& block_aggregate) {
+        scan(input, output, op, nullptr, &block_aggregate, true);
+    }
+    template <class Op> void InclusiveScan(T input, T& output, Op op) { scan(input, output, op, nullptr, nullptr, true); }
+    template <class Op> void ExclusiveScan(T input, T& output, T initial_value, Op op, T& block_aggregate) {
+        scan(input, output, op, &initial_value, &block_aggregate, false);
+    }
+    template <class Op> void ExclusiveScan(T input, T& output, T initial_value, Op op) {
+        scan(input, output, op, &initial_value, nullptr, false);
+    }
+    void InclusiveSum(T input, T& output) { InclusiveScan(input, output, cub::Sum()); }
+    void InclusiveSum(T input, T& output, T& block_aggregate) { InclusiveScan(input, output, cub::Sum(), block_aggregate); }
+    void ExclusiveSum(T input, T& output) { ExclusiveScan(input, output, T(0), cub::Sum()); }
+    void ExclusiveSum(T input, T& output, T& block_aggregate) {
+        ExclusiveScan(input, output, T(0), cub::Sum(), block_aggregate);
+    }
+
+    // Several consecutive values per thread (a blocked arrangement).
+    template <int I, class Op> void InclusiveScan(T (&input)[I], T (&output)[I], Op op, T& block_aggregate) {
+        scan_items(input, output, op, nullptr, &block_aggregate, true);
+    }
+    template <int I, class Op> void InclusiveScan(T (&input)[I], T (&output)[I], Op op) {
+        scan_items(input, output, op, nullptr, nullptr, true);
+    }
+    template <int I, class Op> void ExclusiveScan(T (&input)[I], T (&output)[I], T initial_value, Op op) {
+        scan_items(input, output, op, &initial_value, nullptr, false);
+    }
+    template <int I, class Op>
+    void ExclusiveScan(T (&input)[I], T (&output)[I], T initial_value, Op op, T& block_aggregate) {
+        scan_items(input, output, op, &initial_value, &block_aggregate, false);
+    }
+    template <int I> void InclusiveSum(T (&input)[I], T (&output)[I]) { InclusiveScan(input, output, cub::Sum()); }
+    template <int I> void InclusiveSum(T (&input)[I], T (&output)[I], T& block_aggregate) {
+        InclusiveScan(input, output, cub::Sum(), block_aggregate);
+    }
+    template <int I> void ExclusiveSum(T (&input)[I], T (&output)[I]) { ExclusiveScan(input, output, T(0), cub::Sum()); }
+    template <int I> void ExclusiveSum(T (&input)[I], T (&output)[I], T& block_aggregate) {
+        ExclusiveScan(input, output, T(0), cub::Sum(), block_aggregate);
+    }
+
+private:
+    // Thread t's inclusive (or exclusive, from *initial) prefix of the block's values; the aggregate to all.
+    template <class Op> void scan(T input, T& output, Op op, const T* initial, T* aggregate, bool inclusive) {
+        const int t = ::kdcpu::linear_tid();
+        if (t < N) s_.vals[t] = input;
+        __syncthreads();
+        T out = input;
+        if (t < N) {
+            if (inclusive) out = detail::fold(s_, 1, t + 1, s_.vals[0], op);
+            else if (initial) out = detail::fold(s_, 0, t, *initial, op);
+            else if (t > 0) out = detail::fold(s_, 1, t, s_.vals[0], op);  // thread 0's is undefined in CUB
+        }
+        T total = detail::fold(s_, 1, N, s_.vals[0], op);
+        __syncthreads();
+        output = out;
+        if (aggregate) *aggregate = total;
+    }
+    template <int I, class Op>
+    void scan_items(T (&input)[I], T (&output)[I], Op op, const T* initial, T* aggregate, bool inclusive) {
+        T items[I];
+        for (int i = 0; i < I; ++i) items[i] = input[i];  // input and output may be one array
+        T prefix{}, total{};
+        const int t = ::kdcpu::linear_tid();
+        T own = detail::thread_fold(items, op);
+        if (initial) scan(own, prefix, op, initial, &total, false);
+        else scan(own, prefix, op, nullptr, &total, false);
+        const bool has_prefix = initial != nullptr || (t > 0 && t < N);
+        T acc = prefix;
+        for (int i = 0; i < I; ++i) {
+            if (inclusive) {
+                acc = (i == 0 && !has_prefix) ? items[0] : op(acc, items[i]);
+                output[i] = acc;
+            } else {
+                output[i] = (i == 0 && !has_prefix) ? items[0] : acc;  // thread 0's first is undefined in CUB
+                acc = (i == 0 && !has_prefix) ? items[0] : op(acc, items[i]);
+            }
+        }
+        if (aggregate) *aggregate = total;
+    }
+    static TempStorage& private_storage() {
+        static TempStorage storage;
+        return storage;
+    }
+    TempStorage& s_;
+};
+}  // namespace cub
