@@ -104,6 +104,8 @@ CUDA_STATIC = {
     "cuda_avgpool_counts_valid": "a CUDA average pool divides by the taps inside the input, not the whole window",
     "cuda_exit_before_barrier": "CUDA threads return before a __syncthreads the rest of the block reaches: their "
                                 "share of a shared tile is never loaded",
+    "cuda_block_scan_no_carry": "a CUDA kernel scans a row chunk by chunk with cub::BlockScan and no carry: "
+                                "each chunk restarts from zero",
     "cuda_transposed_weight_out_major": "a CUDA transposed convolution reads its weight out-channel major, a "
                                         "convolution's layout",
     "cuda_shared_no_sync": "CUDA shared memory written and read by other threads with no __syncthreads between",

@@ -173,3 +173,21 @@ def loops(node: Node, fn: Function) -> list[Node]:
     """The loops enclosing `node` inside the function, innermost first."""
     return [a for a in ancestors(node) if inside(a, fn.body) and a.type in
             ("for_statement", "while_statement", "do_statement")]
+
+
+GUARDS = ("if_statement", "conditional_expression")
+
+
+def guards_within(node: Node, lo: int, hi: int) -> list[Node]:
+    """The conditions around `node` that lie inside [lo, hi): enclosing `if`s and `?:`s, and the left
+    operands of the `&&`s it is the right operand of."""
+    out = []
+    for a in ancestors(node):
+        if a.start_byte < lo:
+            break
+        if a.type in GUARDS and a.end_byte <= hi:
+            out.append(a.child_by_field_name("condition"))
+        op = a.child_by_field_name("operator") if a.type == "binary_expression" else None
+        if op is not None and op.type == "&&" and inside(node, a.child_by_field_name("right")):
+            out.append(a.child_by_field_name("left"))
+    return [c for c in out if c is not None]

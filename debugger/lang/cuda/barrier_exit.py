@@ -23,11 +23,9 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from debugger.lang.cuda.access import accesses, inside
+from debugger.lang.cuda.access import accesses, guards_within
 from debugger.lang.cuda.unit import THREAD, Function, identifiers, statements, syncs_in
-from debugger.source.tree import ancestors, walk
-
-_GUARDS = ("if_statement", "conditional_expression")
+from debugger.source.tree import walk
 
 
 @dataclass(frozen=True)
@@ -46,26 +44,11 @@ def _returns_only(stmt: Node) -> bool:
     return stmt.type == "return_statement" and stmt.named_child_count == 0
 
 
-def _guards_within(node: Node, lo: int, hi: int) -> list[Node]:
-    """The conditions around `node` that lie inside [lo, hi): enclosing `if`s and `?:`s, and the left
-    operands of the `&&`s it is the right operand of."""
-    out = []
-    for a in ancestors(node):
-        if a.start_byte < lo:
-            break
-        if a.type in _GUARDS and a.end_byte <= hi:
-            out.append(a.child_by_field_name("condition"))
-        op = a.child_by_field_name("operator") if a.type == "binary_expression" else None
-        if op is not None and op.type == "&&" and inside(node, a.child_by_field_name("right")):
-            out.append(a.child_by_field_name("left"))
-    return [c for c in out if c is not None]
-
-
 def _bounded_without_exit(fn: Function, load, exit_names: set[str], lo: int, hi: int) -> bool:
     """The load's own conditions (inside the stretch) bound every name of the exit's condition its index
     depends on (`(row < M && k < K) ? a[row * K + k] : 0` for `if (row >= M) return;`)."""
     needed = fn.closure(identifiers(load.index)) & exit_names
-    conditions = _guards_within(load.node, lo, hi)
+    conditions = guards_within(load.node, lo, hi)
     if not conditions:
         return False
     bounded = set().union(*(fn.closure(identifiers(c)) for c in conditions))

@@ -29,6 +29,8 @@ host_facts.py. Tags are prefixed `cuda_` so they never collide with the Triton o
 - cuda_exit_before_barrier (barrier_exit.py): a thread-dependent `if (...) return;` before a
   `__syncthreads()` the rest of the block reaches: the exited threads' share of a shared tile is never
   loaded.
+- cuda_block_scan_no_carry (block_scan.py): a row scanned chunk by chunk with cub::BlockScan's sum and
+  no carry between the chunks: every chunk restarts from zero.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from tree_sitter import Node
 from debugger.lang import Fact
 from debugger.lang.cuda.access import Access, accesses, covered, guards, inside, loops
 from debugger.lang.cuda.barrier_exit import exit_before_barrier
+from debugger.lang.cuda.block_scan import chunked_scans
 from debugger.lang.cuda.coverage import coverage_facts
 from debugger.lang.cuda.pooling import pooling_facts
 from debugger.lang.cuda.transposed import transposed_facts
@@ -391,10 +394,18 @@ def barrier_exit(fn: Function) -> list[Fact]:
                   f"a barrier not every thread reaches is undefined)")]
 
 
+def block_scan_carry(fn: Function) -> list[Fact]:
+    return [_fact("cuda_block_scan_no_carry", fn, found.call,
+                  f"{fn.name} scans the row chunk by chunk (`{' '.join(text(found.call).split())}` in a loop over "
+                  f"`{found.counter}`) with no carry: each chunk restarts from zero instead of adding the totals "
+                  f"of the chunks before it") for found in chunked_scans(fn)]
+
+
 def kernel_facts(fn: Function, combined, python: str = "") -> list[Fact]:
     """Every kernel-body fact of one `__global__` function; `python` is the candidate's Python code
     without its strings, `combined(fn, pointer)` says whether per-block partials are combined."""
     acc = accesses(fn)
     return (unguarded(fn, acc) + divided_in_place(fn, acc) + shared_no_sync(fn, acc) + half_accumulator(fn)
             + block_partials(fn, acc, combined) + atomics(fn, acc) + running_stats(fn, acc, python)
-            + coverage_facts(fn) + transposed_facts(fn) + pooling_facts(fn) + barrier_exit(fn))
+            + coverage_facts(fn) + transposed_facts(fn) + pooling_facts(fn) + barrier_exit(fn)
+            + block_scan_carry(fn))
