@@ -195,6 +195,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
             report.message = blocked
             return _finish(ev, t_start)
         report.emulation = emulate.EMULATED
+        setup["emulation_pch"] = emulate.header_pch()  # built here: the worker may only read it
     reference = sandbox.spawn("reference", setup)
     candidate = None
     try:

@@ -119,7 +119,7 @@ def test_before_wrong_after_each_chunk_and_after_right_on_the_emulated_gpu(tmp_p
                 "#include <cub/cub.cuh>", ""))
             names.append(f"{name}_{stage}")
             decls.append(f"torch::Tensor {name}_{stage}(torch::Tensor x);")
-    load_inline = emulate.make_load_inline(cpp_extension.load_inline)
+    load_inline = emulate.make_load_inline(cpp_extension.load_inline, emulate.header_pch())
     ext = load_inline(name="block_scan_carry_test", cpp_sources="\n".join(decls), cuda_sources="\n".join(cuda),
                       functions=names, build_directory=str(tmp_path))
     torch.manual_seed(0)

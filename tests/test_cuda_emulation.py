@@ -281,7 +281,7 @@ DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
 
 @pytest.fixture(scope="module")
 def ext(tmp_path_factory):
-    load_inline = emulate.make_load_inline(cpp_extension.load_inline)  # not install(): this process stays as is
+    load_inline = emulate.make_load_inline(cpp_extension.load_inline, emulate.header_pch())  # not install(): this process stays as is
     return load_inline(name="emulation_test", cpp_sources=DECLS, cuda_sources=KERNELS,
                        functions=["reductions", "side_by_side", "racy_sum", "copy_with", "sgemm", "cub_ops"], extra_ldflags=["-lcublas"],
                        build_directory=str(tmp_path_factory.mktemp("build")))
@@ -452,3 +452,36 @@ def test_a_race_between_warps_shows_as_drift_in_the_kernel_verdict_and_kernelben
     assert not seed.passed and "second run" in seed.message, seed.message  # the repeated run ran by warps
     assert report.verdicts["kernel"]["status"] == "mismatch"
     assert report.verdicts["kernelbench"]["status"] == "pass"  # one run a trial, side by side, as the GPU ran it
+
+
+def test_the_precompiled_header_is_built_once_by_one_process_and_skipped_when_it_cannot_be(tmp_path, monkeypatch):
+    """pch.header_pch: off by KDEBUG_EMULATION_PCH=0; while another process holds the build lock, or after a
+    build GCC would not use, the build goes on without it at once (no waiting, no second try)."""
+    import fcntl
+
+    from debugger.lang.cuda.emulate import pch
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    folder = pch.pch_folder(emulate.CFLAGS)
+    if folder is None:
+        pytest.skip("the C++ compiler is not GCC")
+    assert folder.parent == tmp_path / "kdebug_pch"
+    folder.mkdir(parents=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert emulate.header_pch() is None  # another process builds it
+    assert not (folder / pch.READY).exists() and not (folder / "torch").exists()
+    (folder / pch.FAILED).write_text("")
+    assert emulate.header_pch() is None
+    monkeypatch.setenv("KDEBUG_EMULATION_PCH", "0")
+    assert pch.pch_folder(emulate.CFLAGS) is None
+
+
+def test_the_shared_build_took_the_precompiled_header_where_one_is_ready(ext):
+    from debugger.lang.cuda.emulate import pch
+
+    folder = pch.pch_folder(emulate.CFLAGS)
+    if folder is None or not (folder / pch.READY).exists():
+        pytest.skip("no precompiled header ready in this run (another worker may be building it)")
+    assert (folder / "torch" / "extension.h.gch").stat().st_size > 0
+    assert (folder / "torch" / "extension.h").resolve().is_file()

@@ -363,7 +363,8 @@ class CandidateRole:
 
         self.emulated = self.device == "cpu" and emulate.builds_extension(setup.get("candidate_src"))
         if self.emulated:
-            emulate.install()  # CUDA builds for kdebug's CPU runtime; before the recorder wraps the loaders
+            # CUDA builds for kdebug's CPU runtime; before the recorder wraps the loaders
+            emulate.install(setup.get("emulation_pch"))
         self.recorder = LaunchRecorder()
         self.recorder.install()
         self.setup = setup

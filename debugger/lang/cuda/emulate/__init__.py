@@ -10,7 +10,8 @@ stand in for (`translate.blocker`: PTX, wmma, cuBLAS...). A verdict reached here
 
     from debugger.lang.cuda import emulate
     emulate.blocker(candidate_src)   # None, or what keeps it from running on the CPU
-    emulate.install()                # in a sandbox worker, before the candidate is imported
+    emulate.header_pch()             # in kdebug's process: torch/extension.h precompiled (or None)
+    emulate.install(pch_dir)         # in a sandbox worker, before the candidate is imported
 """
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ def _flags(given, extra: list[str]) -> list[str]:
     return [f for f in _as_list(given) if not any(f.startswith(lib) for lib in GPU_LIBS)] + extra
 
 
-def make_load_inline(original):
-    """A load_inline that compiles CUDA sources for the CPU runtime (signature of torch's)."""
+def make_load_inline(original, pch_dir: str | None = None):
+    """A load_inline that compiles CUDA sources for the CPU runtime (signature of torch's); `pch_dir`: a
+    folder of pch.header_pch(CFLAGS), searched first for torch/extension.h."""
 
     def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
                     extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None,
@@ -85,7 +87,8 @@ def make_load_inline(original):
         return original(name=f"{name}_cpu{digest}", cpp_sources=sources, functions=functions,
                         extra_cflags=_flags(extra_cflags, CFLAGS),
                         extra_ldflags=_flags(extra_ldflags, []),
-                        extra_include_paths=[str(INCLUDE_DIR), *_as_list(extra_include_paths)],
+                        extra_include_paths=[*([pch_dir] if pch_dir else []), str(INCLUDE_DIR),
+                                             *_as_list(extra_include_paths)],
                         build_directory=build_directory, verbose=verbose, with_cuda=False,
                         is_python_module=is_python_module, with_pytorch_error_handling=with_pytorch_error_handling,
                         keep_intermediates=keep_intermediates)
@@ -94,9 +97,9 @@ def make_load_inline(original):
     return load_inline
 
 
-def make_load(original_inline):
+def make_load(original_inline, pch_dir: str | None = None):
     """A load (sources given as files) that reads them and builds through the emulated load_inline."""
-    emulated = make_load_inline(original_inline)
+    emulated = make_load_inline(original_inline, pch_dir)
 
     def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None,
              extra_include_paths=None, build_directory=None, verbose=False, with_cuda=None,
@@ -114,8 +117,17 @@ def make_load(original_inline):
     return load
 
 
-def install() -> None:
-    """Replace torch.utils.cpp_extension's load_inline and load by the emulating ones (once)."""
+def header_pch() -> str | None:
+    """The folder of torch/extension.h precompiled for the emulated builds' flags (pch.py), built on
+    first use; call it in kdebug's own process, never in a sandboxed worker."""
+    from debugger.lang.cuda.emulate.pch import header_pch as build
+
+    return build(CFLAGS)
+
+
+def install(pch_dir: str | None = None) -> None:
+    """Replace torch.utils.cpp_extension's load_inline and load by the emulating ones (once); `pch_dir`
+    from header_pch(), made by the process that spawned this one."""
     import torch
     from torch.utils import cpp_extension
 
@@ -124,8 +136,8 @@ def install() -> None:
     if getattr(cpp_extension.load_inline, "__kdebug_emulated__", False):
         return
     original = cpp_extension.load_inline
-    cpp_extension.load_inline = make_load_inline(original)
-    cpp_extension.load = make_load(original)
+    cpp_extension.load_inline = make_load_inline(original, pch_dir)
+    cpp_extension.load = make_load(original, pch_dir)
     os.environ.setdefault("MAX_JOBS", "1")
     if not torch.cuda.is_available():
         device.install()
