@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-_DATA = tempfile.mkdtemp(prefix="kdebug-test-data-")
+_OWN_DATA = "KDEBUG_DATA_DIR" not in os.environ  # made here: removed when the run ends
+_DATA = tempfile.mkdtemp(prefix="kdebug-test-data-") if _OWN_DATA else os.environ["KDEBUG_DATA_DIR"]
 # Learned patterns, the index and the ledger go to the data folder (<data>/kb for learned patterns);
 # the curated kb/ of the repository is only read (tests/test_packaging.py checks it stays so).
 os.environ.setdefault("KDEBUG_DATA_DIR", _DATA)
@@ -36,6 +37,15 @@ def write_case(folder: Path, reference: str, candidate: str) -> Path:
 
 
 _FAILURE_LOG = os.environ.get("KDEBUG_FAILURE_LOG")
+
+
+def pytest_sessionfinish(session):
+    """The data folder this file made (its builds, the emulation's ~800 MB precompiled header) goes with the
+    run; the xdist controller removes it, after its workers are done."""
+    if _OWN_DATA and not hasattr(session.config, "workerinput"):
+        import shutil
+
+        shutil.rmtree(_DATA, ignore_errors=True)
 
 
 def pytest_runtest_logreport(report):

@@ -24,13 +24,16 @@ import shutil
 import subprocess
 import sysconfig
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 HEADER = Path("torch") / "extension.h"
 READY, FAILED = "ready", "failed"
 
 
+@lru_cache(maxsize=1)
 def _compiler() -> str | None:
+    """GCC's version line (the key of its precompiled headers), or None for another compiler."""
     from torch.utils import cpp_extension
 
     compiler = cpp_extension.get_cxx_compiler()
@@ -120,8 +123,11 @@ def _build(compiler: str, flags: list[str], folder: Path) -> bool:
             used = subprocess.run([compiler, *flags, f"-I{folder}", "-H", "-fsyntax-only", str(probe)],
                                   capture_output=True, text=True, timeout=300)
         except (OSError, subprocess.SubprocessError):
-            return False
-    return used.returncode == 0 and used.stderr.lstrip().startswith("!")  # -H: "!" marks a .gch used
+            used = None
+    if used is not None and used.returncode == 0 and used.stderr.lstrip().startswith("!"):  # -H: "!" marks a .gch used
+        return True
+    Path(str(folder / HEADER) + ".gch").unlink(missing_ok=True)  # 800 MB GCC would not take
+    return False
 
 
 def _include_paths() -> list[str]:
