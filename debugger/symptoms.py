@@ -106,6 +106,8 @@ CUDA_STATIC = {
                                 "share of a shared tile is never loaded",
     "cuda_block_scan_no_carry": "a CUDA kernel scans a row chunk by chunk with cub::BlockScan and no carry: "
                                 "each chunk restarts from zero",
+    "cuda_carry_in_one_thread": "a CUDA local every thread reads is updated by one thread only (`if (tid == last) "
+                                "carry += ...`): the other threads' copies never change",
     "cuda_transposed_weight_out_major": "a CUDA transposed convolution reads its weight out-channel major, a "
                                         "convolution's layout",
     "cuda_shared_no_sync": "CUDA shared memory written and read by other threads with no __syncthreads between",

@@ -468,7 +468,8 @@ def test_every_fact_tag_is_new_and_weighted_onto_a_known_class():
                 "cuda_atomic_uninitialised_output", "cuda_half_accumulator", "cuda_int32_index",
                 "cuda_reads_running_stats", "cuda_guard_on_fused_axis", "cuda_index_fixed_at_zero",
                 "cuda_transposed_taps_flipped", "cuda_transposed_weight_out_major", "cuda_avgpool_counts_valid",
-                "cuda_grid_axis_single", "cuda_block_scan_no_carry"}
+                "cuda_grid_axis_single", "cuda_block_scan_no_carry",
+                "cuda_carry_in_one_thread"}
     triton_tags = set(static.RECIPE_TAGS.values()) | {"unmasked_load", "unmasked_store", "other_fill",
                                                       "uses_atomics", "floor_div_grid"}
     assert not produced & triton_tags

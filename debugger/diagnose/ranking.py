@@ -66,7 +66,7 @@ for _cls, _tag, _w in (
         ("operator_misread", "cuda_transposed_weight_out_major", 1.0),
         # right only for count_include_pad=False, which no KernelBench problem sets
         ("operator_misread", "cuda_avgpool_counts_valid", 1.5),
-        ("scan_semantics", "cuda_block_scan_no_carry", 3.0)):
+        ("scan_semantics", "cuda_block_scan_no_carry", 3.0), ("scan_semantics", "cuda_carry_in_one_thread", 3.0)):
     WEIGHTS.setdefault(_cls, {})[_tag] = _w
 
 # Classes whose bug needs an operation of the reference to live in: a normalisation formula needs a

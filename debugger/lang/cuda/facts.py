@@ -29,6 +29,8 @@ host_facts.py. Tags are prefixed `cuda_` so they never collide with the Triton o
 - cuda_exit_before_barrier (barrier_exit.py): a thread-dependent `if (...) return;` before a
   `__syncthreads()` the rest of the block reaches: the exited threads' share of a shared tile is never
   loaded.
+- cuda_carry_in_one_thread (carry.py): a local every thread reads, updated under `if (tid == E)` only:
+  the other threads' copies never change.
 - cuda_block_scan_no_carry (block_scan.py): a row scanned chunk by chunk with cub::BlockScan's sum and
   no carry between the chunks: every chunk restarts from zero.
 """
@@ -43,6 +45,7 @@ from debugger.lang import Fact
 from debugger.lang.cuda.access import Access, accesses, covered, guards, inside, loops
 from debugger.lang.cuda.barrier_exit import exit_before_barrier
 from debugger.lang.cuda.block_scan import chunked_scans
+from debugger.lang.cuda.carry import one_thread_carries
 from debugger.lang.cuda.coverage import coverage_facts
 from debugger.lang.cuda.pooling import pooling_facts
 from debugger.lang.cuda.transposed import transposed_facts
@@ -401,6 +404,13 @@ def block_scan_carry(fn: Function) -> list[Fact]:
                   f"of the chunks before it") for found in chunked_scans(fn)]
 
 
+def carry_in_one_thread(fn: Function) -> list[Fact]:
+    return [_fact("cuda_carry_in_one_thread", fn, found.statement,
+                  f"{fn.name} updates `{found.local}` only in thread {found.thread} == {text(found.equals)} "
+                  f"(`{' '.join(text(found.update).split())}`), but every thread reads its own copy: the others "
+                  f"never see the update") for found in one_thread_carries(fn)]
+
+
 def kernel_facts(fn: Function, combined, python: str = "") -> list[Fact]:
     """Every kernel-body fact of one `__global__` function; `python` is the candidate's Python code
     without its strings, `combined(fn, pointer)` says whether per-block partials are combined."""
@@ -408,4 +418,4 @@ def kernel_facts(fn: Function, combined, python: str = "") -> list[Fact]:
     return (unguarded(fn, acc) + divided_in_place(fn, acc) + shared_no_sync(fn, acc) + half_accumulator(fn)
             + block_partials(fn, acc, combined) + atomics(fn, acc) + running_stats(fn, acc, python)
             + coverage_facts(fn) + transposed_facts(fn) + pooling_facts(fn) + barrier_exit(fn)
-            + block_scan_carry(fn))
+            + block_scan_carry(fn) + carry_in_one_thread(fn))

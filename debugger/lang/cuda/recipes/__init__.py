@@ -25,6 +25,7 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_avg_pool_window | cuda_avgpool_counts_valid | operator_misread |
 | cuda_exit_after_barriers | cuda_exit_before_barrier | write_race |
 | cuda_block_scan_carry | cuda_block_scan_no_carry | scan_semantics |
+| cuda_carry_in_every_thread | cuda_carry_in_one_thread | scan_semantics |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
@@ -34,6 +35,7 @@ from __future__ import annotations
 from debugger.lang.cuda.recipes.barrier_exit import CudaExitAfterBarriers
 from debugger.lang.cuda.recipes.batchnorm import CudaBatchNormBatchStats
 from debugger.lang.cuda.recipes.block_scan import CudaBlockScanCarry
+from debugger.lang.cuda.recipes.carry import CudaCarryInEveryThread
 from debugger.lang.cuda.recipes.bounds import CudaBoundsCheck
 from debugger.lang.cuda.recipes.contiguous import CudaContiguousInputs
 from debugger.lang.cuda.recipes.coverage import CudaBatchLoop, CudaFusedAxisGuard
@@ -52,9 +54,9 @@ RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaGridAxisExtent(), CudaBl
            CudaFloatAccumulator(), CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(),
            CudaCombinePartials(), CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
            CudaExactGelu(), CudaTransposedConvWeight(), CudaAvgPoolWindow(), CudaExitAfterBarriers(),
-           CudaBlockScanCarry()]
+           CudaBlockScanCarry(), CudaCarryInEveryThread()]
 
 __all__ = ["RECIPES", "CudaAtomicPartials", "CudaAvgPoolWindow", "CudaBatchLoop", "CudaBatchNormBatchStats",
-           "CudaBlockScanCarry", "CudaBlockStrideLoop", "CudaBlockStrideRow", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials",
+           "CudaBlockScanCarry", "CudaBlockStrideLoop", "CudaCarryInEveryThread", "CudaBlockStrideRow", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials",
            "CudaContiguousInputs", "CudaDecodeOnCopy", "CudaExactGelu", "CudaExitAfterBarriers", "CudaFloatAccumulator", "CudaFusedAxisGuard",
            "CudaGridAxisExtent", "CudaGridStrideLoop", "CudaSyncThreads", "CudaTransposedConvWeight"]
