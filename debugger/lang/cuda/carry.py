@@ -22,6 +22,7 @@ from debugger.lang.cuda.unit import THREAD, Function, identifiers, statements
 from debugger.source.tree import text, unparen, walk
 
 UPDATES = ("+=", "-=", "*=", "=")
+THREAD_EXPRESSIONS = ("identifier", "field_expression")
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,15 @@ def _thread_test(fn: Function, cond: Node) -> tuple[str, Node] | None:
         return None
     left, right = unparen(cond.child_by_field_name("left")), unparen(cond.child_by_field_name("right"))
     for t, e in ((left, right), (right, left)):
-        if t.type == "identifier" and fn.thread_derived(text(t)) and THREAD not in fn.closure(identifiers(e)):
+        if t.type in THREAD_EXPRESSIONS and THREAD in fn.closure(identifiers(t)) and \
+                THREAD not in fn.closure(identifiers(e)):
             return text(t), e
     return None
+
+
+def uses_of(value: Node, thread: str) -> list[Node]:
+    """The places `value` reads the thread index `thread` (a name, or `threadIdx.x`)."""
+    return [n for n in walk(value) if n.type in THREAD_EXPRESSIONS and text(n) == thread]
 
 
 def one_thread_carries(fn: Function) -> list[OneThreadCarry]:
@@ -92,10 +99,10 @@ def one_thread_carries(fn: Function) -> list[OneThreadCarry]:
             continue
         value = update.child_by_field_name("right")
         # T only as a shared-memory index, nothing else thread-dependent in the value
-        reads = [n for n in walk(value) if n.type == "identifier" and text(n) == thread]
+        reads = uses_of(value, thread)
         if not reads or any(not _indexes_shared(n, shared) for n in reads):
             continue
-        if THREAD in fn.closure(identifiers(value) - {thread} - shared):
+        if THREAD in fn.closure(identifiers(value) - identifiers(reads[0]) - shared):
             continue
         read_elsewhere = any(n.type == "identifier" and text(n) == local and not
                              (stmt.start_byte <= n.start_byte < stmt.end_byte) and not

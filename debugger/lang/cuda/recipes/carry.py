@@ -7,10 +7,10 @@ so every thread reads what that one thread read, after the same barrier.
 """
 from __future__ import annotations
 
-from debugger.lang.cuda.carry import one_thread_carries
+from debugger.lang.cuda.carry import one_thread_carries, uses_of
 from debugger.lang.cuda.recipes.base import CudaRecipe
 from debugger.lang.cuda.unit import Unit
-from debugger.source.tree import text, walk
+from debugger.source.tree import text
 
 
 class CudaCarryInEveryThread(CudaRecipe):
@@ -28,8 +28,7 @@ class CudaCarryInEveryThread(CudaRecipe):
                 equals = equals if found.equals.type in ("identifier", "number_literal") else f"({equals})"
                 pieces, at = [], value.start_byte
                 src = value.text.decode()
-                for n in sorted((n for n in walk(value) if n.type == "identifier" and text(n) == found.thread),
-                                key=lambda n: n.start_byte):
+                for n in sorted(uses_of(value, found.thread), key=lambda n: n.start_byte):
                     pieces.append(src[at - value.start_byte:n.start_byte - value.start_byte])
                     pieces.append(equals)
                     at = n.end_byte
