@@ -120,4 +120,4 @@ def _indexes_shared(node: Node, shared: set[str]) -> bool:
     if parent is None or parent.type != "subscript_expression":
         return False
     base = parent.child_by_field_name("argument")
-    return base is not None and child is not base and bool(identifiers(base) & shared)
+    return base is not None and child != base and bool(identifiers(base) & shared)
