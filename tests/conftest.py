@@ -36,6 +36,38 @@ def write_case(folder: Path, reference: str, candidate: str) -> Path:
     return folder
 
 
+def kernel_source(candidate: str) -> str:
+    """The CUDA source (the one defining a `__global__` kernel) a candidate file hands to load_inline."""
+    from debugger.lang.cuda.sources import find_sources
+
+    return next(s.text for s in find_sources(candidate) if "__global__" in s.text)
+
+
+def one_function_candidate(cuda: str, name: str) -> str:
+    """A candidate file whose load_inline builds `cuda`, defining `torch::Tensor name(torch::Tensor x)`, and
+    whose ModelNew returns name(x.contiguous())."""
+    return ('import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n'
+            f'cuda_src = r"""{cuda}"""\n\n'
+            f'ext = load_inline(name="{name}", cpp_sources="torch::Tensor {name}(torch::Tensor x);", '
+            f'cuda_sources=cuda_src, functions=["{name}"])\n\n\n'
+            'class ModelNew(nn.Module):\n    def forward(self, x):\n'
+            f'        return ext.{name}(x.contiguous())\n')
+
+
+def emulated_extension(build_dir: Path, name: str, cuda_sources: list[str], declarations: list[str],
+                       functions: list[str]):
+    """One extension built from several CUDA sources through kdebug's CPU emulation of CUDA (with the
+    precompiled torch header), this process's loaders left as they are: before and after of a fix side by
+    side for the price of one build."""
+    from torch.utils import cpp_extension
+
+    from debugger.lang.cuda import emulate
+
+    load_inline = emulate.make_load_inline(cpp_extension.load_inline, emulate.header_pch())
+    return load_inline(name=name, cpp_sources="\n".join(declarations), cuda_sources="\n".join(cuda_sources),
+                       functions=functions, build_directory=str(build_dir))
+
+
 _FAILURE_LOG = os.environ.get("KDEBUG_FAILURE_LOG")
 
 

@@ -3,12 +3,10 @@ return before the shared tiles' barriers (gemini level1/14's shape: its triangul
 diagonal before loading its share of each tile) moves after the last barrier."""
 import pytest
 import torch
-from torch.utils import cpp_extension
 
 from debugger import lang
-from debugger.lang.cuda import emulate
-from debugger.lang.cuda.sources import find_sources
 from debugger.recipes import RECIPES
+from tests.conftest import emulated_extension, kernel_source
 
 REFERENCE = 'import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n    def forward(self, a, b):\n        return torch.matmul(a, b)\n\n\nM, K, N = 37, 45, 29\n\n\ndef get_inputs():\n    return [torch.randn(M, K), torch.randn(K, N)]\n\n\ndef get_init_inputs():\n    return []\n'
 
@@ -61,16 +59,11 @@ def test_a_block_wide_exit_is_no_fault():
 def test_before_wrong_after_right_on_the_emulated_gpu(tmp_path):
     """Before and after in one emulated build: the before leaves the ragged edge's tiles stale (half the
     elements wrong when the recipe was written), the after computes the product."""
-    def cuda_of(src, name):
-        code = next(s.text for s in find_sources(src) if "__global__" in s.text)
-        return code.replace("tiled_matmul", name)
-
-    cuda = cuda_of(EDGE_EXIT, "before_matmul") + cuda_of(fix(EDGE_EXIT), "after_matmul").replace(
-        "#include <torch/extension.h>", "")
-    decls = "".join(f"torch::Tensor {n}(torch::Tensor a, torch::Tensor b);" for n in ("before_matmul", "after_matmul"))
-    load_inline = emulate.make_load_inline(cpp_extension.load_inline, emulate.header_pch())
-    ext = load_inline(name="barrier_exit_test", cpp_sources=decls, cuda_sources=cuda,
-                      functions=["before_matmul", "after_matmul"], build_directory=str(tmp_path))
+    names = ["before_matmul", "after_matmul"]
+    ext = emulated_extension(tmp_path, "barrier_exit_test",
+                             [kernel_source(src).replace("tiled_matmul", n)
+                              for src, n in zip((EDGE_EXIT, fix(EDGE_EXIT)), names)],
+                             [f"torch::Tensor {n}(torch::Tensor a, torch::Tensor b);" for n in names], names)
     torch.manual_seed(0)
     a, b = torch.randn(37, 45), torch.randn(45, 29)
     assert not torch.allclose(ext.before_matmul(a, b), a @ b, rtol=1e-3, atol=1e-3)

@@ -3,12 +3,10 @@ chunk by chunk with cub::BlockScan, every chunk restarting from zero (qwencoder 
 gets the carry of the chunks before it; built and run on the emulated GPU before and after."""
 import pytest
 import torch
-from torch.utils import cpp_extension
 
 from debugger import lang
-from debugger.lang.cuda import emulate
-from debugger.lang.cuda.sources import find_sources
 from debugger.recipes import RECIPES
+from tests.conftest import emulated_extension, kernel_source, one_function_candidate
 
 # One row a block; `for (int i = threadIdx.x; i < n; i += blockDim.x)` over the row's chunks of 128.
 BLOCK_STRIDE = r'''
@@ -51,14 +49,8 @@ torch::Tensor NAME(torch::Tensor x) {
 
 
 def candidate(kernel: str, name: str, sum_kind: str = "InclusiveSum") -> str:
-    cuda = "#include <torch/extension.h>\n#include <cub/cub.cuh>\n" + (kernel + HOST).replace("NAME", name).replace(
-        "SUM", sum_kind)
-    return ('import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n'
-            f'cuda_src = r"""{cuda}"""\n\n'
-            f'ext = load_inline(name="{name}", cpp_sources="torch::Tensor {name}(torch::Tensor x);", '
-            f'cuda_sources=cuda_src, functions=["{name}"])\n\n\n'
-            'class ModelNew(nn.Module):\n    def forward(self, x):\n'
-            f'        return ext.{name}(x.contiguous())\n')
+    return one_function_candidate("#include <torch/extension.h>\n#include <cub/cub.cuh>\n" + (kernel + HOST).replace(
+        "NAME", name).replace("SUM", sum_kind), name)
 
 
 def fix(src: str) -> str:
@@ -71,10 +63,6 @@ def tags(src: str) -> set[str]:
     return {f["tag"] for f in lang.static_facts(src)}
 
 
-def cuda_of(src: str) -> str:
-    return next(s.text for s in find_sources(src) if "__global__" in s.text)
-
-
 VARIANTS = [("block_stride_incl", BLOCK_STRIDE, "InclusiveSum"), ("block_stride_excl", BLOCK_STRIDE, "ExclusiveSum"),
             ("chunk_base_incl", CHUNK_BASE, "InclusiveSum")]
 
@@ -85,7 +73,7 @@ def test_the_fact_names_the_chunked_scan_and_the_fix_carries(name, kernel, kind)
     assert "cuda_block_scan_no_carry" in tags(before)
     after = fix(before)
     assert "cuda_block_scan_no_carry" not in tags(after)
-    code = cuda_of(after)
+    code = kernel_source(after)
     assert f"{kind}(v, {'v' if kernel is BLOCK_STRIDE else 's'}, scan_total)" in code
     assert code.count("__syncthreads()") == 1  # one barrier between chunks: the answer's, or the fix's
     if kernel is BLOCK_STRIDE:
@@ -110,18 +98,14 @@ def test_a_scan_that_already_takes_the_chunk_total_is_no_fault():
 def test_before_wrong_after_each_chunk_and_after_right_on_the_emulated_gpu(tmp_path):
     """All the variants, before and after, in one emulated build: before, each chunk of 128 restarts from
     zero; after, the rows' scans match torch.cumsum at a length that is not a multiple of the block."""
-    names, cuda, decls = [], [], []
+    names, cuda = [], []
     for name, kernel, kind in VARIANTS:
         for stage, src in (("before", candidate(kernel, f"{name}_before", kind)),
                            ("after", fix(candidate(kernel, f"{name}_after", kind)))):
-            body = cuda_of(src)
-            cuda.append(body if not cuda else body.replace("#include <torch/extension.h>", "").replace(
-                "#include <cub/cub.cuh>", ""))
+            cuda.append(kernel_source(src))
             names.append(f"{name}_{stage}")
-            decls.append(f"torch::Tensor {name}_{stage}(torch::Tensor x);")
-    load_inline = emulate.make_load_inline(cpp_extension.load_inline, emulate.header_pch())
-    ext = load_inline(name="block_scan_carry_test", cpp_sources="\n".join(decls), cuda_sources="\n".join(cuda),
-                      functions=names, build_directory=str(tmp_path))
+    ext = emulated_extension(tmp_path, "block_scan_carry_test", cuda,
+                             [f"torch::Tensor {n}(torch::Tensor x);" for n in names], names)
     torch.manual_seed(0)
     x = torch.randn(3, 300)
     for name, _, kind in VARIANTS:

@@ -3,12 +3,10 @@ before is kept in a local that only the last thread updates (qwencoder level1/93
 thread adds a carry of zero; the fix has every thread update its own copy from shared memory."""
 import pytest
 import torch
-from torch.utils import cpp_extension
 
 from debugger import lang
-from debugger.lang.cuda import emulate
-from debugger.lang.cuda.sources import find_sources
 from debugger.recipes import RECIPES
+from tests.conftest import emulated_extension, kernel_source, one_function_candidate
 
 # One row a block of 64 threads; a Hillis-Steele scan of each chunk in shared memory; row length a multiple of 64.
 KERNEL = r'''
@@ -44,13 +42,8 @@ BLOCK_DIM = "if (threadIdx.x == blockDim.x - 1) carry += part[threadIdx.x];"
 
 
 def candidate(name: str, update: str) -> str:
-    cuda = "#include <torch/extension.h>\n" + KERNEL.replace("NAME", name).replace("UPDATE", update)
-    return ('import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n'
-            f'cuda_src = r"""{cuda}"""\n\n'
-            f'ext = load_inline(name="{name}", cpp_sources="torch::Tensor {name}(torch::Tensor x);", '
-            f'cuda_sources=cuda_src, functions=["{name}"])\n\n\n'
-            'class ModelNew(nn.Module):\n    def forward(self, x):\n'
-            f'        return ext.{name}(x.contiguous())\n')
+    return one_function_candidate("#include <torch/extension.h>\n" + KERNEL.replace("NAME", name).replace(
+        "UPDATE", update), name)
 
 
 def fix(src: str) -> str:
@@ -83,15 +76,10 @@ def test_what_is_not_a_one_thread_register_update_is_left_alone(update):
 
 
 def test_before_wrong_after_the_first_chunk_and_after_right_on_the_emulated_gpu(tmp_path):
-    def cuda_of(src):
-        return next(s.text for s in find_sources(src) if "__global__" in s.text)
-
-    cuda = cuda_of(candidate("carry_before", LAST_THREAD)) + cuda_of(fix(candidate("carry_after", LAST_THREAD))).replace(
-        "#include <torch/extension.h>", "")
-    load_inline = emulate.make_load_inline(cpp_extension.load_inline, emulate.header_pch())
-    ext = load_inline(name="carry_test", cpp_sources="torch::Tensor carry_before(torch::Tensor x);"
-                      "torch::Tensor carry_after(torch::Tensor x);", cuda_sources=cuda,
-                      functions=["carry_before", "carry_after"], build_directory=str(tmp_path))
+    names = ["carry_before", "carry_after"]
+    ext = emulated_extension(tmp_path, "carry_test", [kernel_source(candidate(names[0], LAST_THREAD)),
+                                                      kernel_source(fix(candidate(names[1], LAST_THREAD)))],
+                             [f"torch::Tensor {n}(torch::Tensor x);" for n in names], names)
     torch.manual_seed(0)
     x = torch.randn(3, 256)
     before = ext.carry_before(x)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from debugger.lang.cuda.unit import THREAD, Function, identifiers, statements
+from debugger.lang.cuda.unit import THREAD, Function, identifiers, statements, tested
 from debugger.source.tree import text, unparen, walk
 
 UPDATES = ("+=", "-=", "*=", "=")
@@ -34,20 +34,6 @@ class OneThreadCarry:
     equals: Node      # E
 
 
-def _shared_names(fn: Function) -> set[str]:
-    """Shared buffers and the local pointers into them."""
-    names = set(fn.shared)
-    changed = True
-    while changed:
-        changed = False
-        for name, d in fn.declared.items():
-            if name not in names and "*" in text(d).split("=")[0] and \
-                    any(identifiers(v) & names for v in fn.defs.get(name, [])):
-                names.add(name)
-                changed = True
-    return names
-
-
 def _only_statement(stmt: Node) -> Node | None:
     if stmt.type == "compound_statement":
         inner = statements(stmt)
@@ -57,9 +43,7 @@ def _only_statement(stmt: Node) -> Node | None:
 
 def _thread_test(fn: Function, cond: Node) -> tuple[str, Node] | None:
     """(T, E) of `(T == E)` / `(E == T)`, T a thread-derived name, E not thread-derived."""
-    if cond.type == "condition_clause" and cond.named_child_count == 1:
-        cond = cond.named_children[0]
-    cond = unparen(cond)
+    cond = tested(cond)
     if cond.type != "binary_expression" or text(cond.child_by_field_name("operator")) != "==":
         return None
     left, right = unparen(cond.child_by_field_name("left")), unparen(cond.child_by_field_name("right"))
@@ -78,7 +62,7 @@ def uses_of(value: Node, thread: str) -> list[Node]:
 def one_thread_carries(fn: Function) -> list[OneThreadCarry]:
     if fn.body is None:
         return []
-    shared = _shared_names(fn)
+    shared = fn.pointers_from(fn.shared)  # shared buffers and the local pointers into them
     out = []
     for stmt in fn.nodes("if_statement"):
         cond, body = stmt.child_by_field_name("condition"), stmt.child_by_field_name("consequence")

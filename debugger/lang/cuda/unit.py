@@ -39,6 +39,13 @@ def identifiers(node: Node | None) -> set[str]:
     return {text(n) for n in walk(node) if n.type == "identifier"}
 
 
+def tested(condition: Node) -> Node:
+    """The expression an `if`/`while` tests: C++'s condition clause unwrapped, parentheses stripped."""
+    if condition.type == "condition_clause" and condition.named_child_count == 1:
+        condition = condition.named_children[0]
+    return unparen(condition)
+
+
 def statements(block: Node) -> list[Node]:
     """The statements of a compound statement (comments and braces left out)."""
     return [c for c in block.named_children if c.type != "comment"]
@@ -248,12 +255,16 @@ class Function:
     @cached_property
     def global_pointers(self) -> set[str]:
         """Pointer parameters, and local pointers initialised from them (`const float* row = x + r * n`)."""
-        names = {p.name for p in self.params if p.pointer}
+        return self.pointers_from({p.name for p in self.params if p.pointer}, exclude=self.shared)
+
+    def pointers_from(self, roots: set[str], exclude: set[str] = frozenset()) -> set[str]:
+        """`roots` and the local pointers initialised from them, through other such pointers; `exclude` left out."""
+        names = set(roots)
         changed = True
         while changed:
             changed = False
             for name, d in self.declared.items():
-                if name in names or name in self.shared or "*" not in text(d).split("=")[0]:
+                if name in names or name in exclude or "*" not in text(d).split("=")[0]:
                     continue
                 if any(identifiers(v) & names for v in self.defs.get(name, [])):
                     names.add(name)

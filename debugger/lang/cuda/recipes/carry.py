@@ -22,19 +22,15 @@ class CudaCarryInEveryThread(CudaRecipe):
     def unit_fixes(self, unit: Unit, hints):
         for fn in unit.kernels:
             for found in one_thread_carries(fn):
-                update = found.update
-                value = update.child_by_field_name("right")
+                update, value = found.update, found.update.child_by_field_name("right")
                 equals = text(found.equals)
                 equals = equals if found.equals.type in ("identifier", "number_literal") else f"({equals})"
-                pieces, at = [], value.start_byte
-                src = value.text.decode()
-                for n in sorted(uses_of(value, found.thread), key=lambda n: n.start_byte):
-                    pieces.append(src[at - value.start_byte:n.start_byte - value.start_byte])
-                    pieces.append(equals)
-                    at = n.end_byte
-                pieces.append(src[at - value.start_byte:])
+                spliced = value.text
+                for n in sorted(uses_of(value, found.thread), key=lambda n: n.start_byte, reverse=True):
+                    spliced = spliced[:n.start_byte - value.start_byte] + equals.encode() + \
+                        spliced[n.end_byte - value.start_byte:]
                 new = (f"{text(update.child_by_field_name('left'))} {text(update.child_by_field_name('operator'))} "
-                       f"{''.join(pieces)};")
+                       f"{spliced.decode()};")
                 yield [(found.statement.start_byte, found.statement.end_byte, new)], (
                     f"{fn.name}: `{' '.join(text(found.statement).split())}` -> `{new}`: every thread updates its "
                     f"own {found.local}")

@@ -27,7 +27,7 @@ from debugger.lang.cuda.host_facts import (_capped, _floor_divisions, _leaves, _
 from debugger.lang.cuda.recipes.base import (CudaRecipe, UnitEdit, line_start, size_choices, starts_line,
                                              wrap_rest)
 from debugger.lang.cuda.recipes.bounds import guard_edits
-from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers, statements, syncs_in
+from debugger.lang.cuda.unit import BLOCK, THREAD, Function, Unit, identifiers, statements, syncs_in, tested
 from debugger.source.tree import text, unparen, walk
 
 SIMPLE = ("identifier", "number_literal", "call_expression", "field_expression", "parenthesized_expression",
@@ -129,8 +129,7 @@ def _exit_terms(stmt: Node) -> list[Node] | None:
     if cons is None or not (cons.type == "return_statement" or (
             cons.type == "compound_statement" and [c.type for c in statements(cons)] == ["return_statement"])):
         return None
-    cond = stmt.child_by_field_name("condition")
-    cond = unparen(cond.named_children[0] if cond.type == "condition_clause" else cond)
+    cond = tested(stmt.child_by_field_name("condition"))
     terms, todo = [], [cond]
     while todo:
         n = unparen(todo.pop(0))

@@ -855,24 +855,51 @@ template <class T, int I, class Op> T thread_fold(const T (&in)[I], Op op) {
     for (int i = 1; i < I; ++i) acc = op(acc, in[i]);
     return acc;
 }
+
+// What BlockReduce and BlockScan share: the slots (the caller's __shared__ TempStorage, or storage of the
+// collective's own, `Owner` keeping each kind's apart) and the step every call opens with.
+template <class Owner, class T, int N> class Collective {
+public:
+    typedef Slots<T, N> TempStorage;
+
+    Collective() : s_(private_storage()) {}
+    explicit Collective(TempStorage& storage) : s_(storage) {}
+
+protected:
+    // This thread's value into its slot (threads past the template's count have none), then a barrier: every
+    // slot of the block is written. Returns the thread's linear index.
+    int publish(T input) {
+        const int t = ::kdcpu::linear_tid();
+        if (t < N) s_.vals[t] = input;
+        __syncthreads();
+        return t;
+    }
+    TempStorage& s_;
+
+private:
+    static TempStorage& private_storage() {
+        static TempStorage storage;
+        return storage;
+    }
+};
 }  // namespace detail
 
 template <class T, int BLOCK_DIM_X, BlockReduceAlgorithm ALGORITHM = BLOCK_REDUCE_WARP_REDUCTIONS,
           int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
-class BlockReduce {
+class BlockReduce
+    : public detail::Collective<BlockReduce<T, BLOCK_DIM_X, ALGORITHM, BLOCK_DIM_Y, BLOCK_DIM_Z, LEGACY_PTX_ARCH>, T,
+                                BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z> {
     static constexpr int N = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+    typedef detail::Collective<BlockReduce, T, N> Base;
+    using Base::s_;
 
 public:
-    typedef detail::Slots<T, N> TempStorage;
-
-    BlockReduce() : s_(private_storage()) {}
-    explicit BlockReduce(TempStorage& storage) : s_(storage) {}
+    using Base::Base;
+    using typename Base::TempStorage;
 
     template <class Op> T Reduce(T input, Op op) { return Reduce(input, op, N); }
     template <class Op> T Reduce(T input, Op op, int num_valid) {
-        const int t = ::kdcpu::linear_tid();
-        if (t < N) s_.vals[t] = input;
-        __syncthreads();
+        const int t = this->publish(input);
         T out = input;
         if (t == 0 && num_valid > 0) out = detail::fold(s_, 1, std::min(num_valid, N), s_.vals[0], op);
         __syncthreads();
@@ -882,25 +909,20 @@ public:
     T Sum(T input) { return Reduce(input, cub::Sum()); }
     T Sum(T input, int num_valid) { return Reduce(input, cub::Sum(), num_valid); }
     template <int I> T Sum(T (&inputs)[I]) { return Reduce(inputs, cub::Sum()); }
-
-private:
-    static TempStorage& private_storage() {
-        static TempStorage storage;
-        return storage;
-    }
-    TempStorage& s_;
 };
 
 template <class T, int BLOCK_DIM_X, BlockScanAlgorithm ALGORITHM = BLOCK_SCAN_RAKING, int BLOCK_DIM_Y = 1,
           int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
-class BlockScan {
+class BlockScan
+    : public detail::Collective<BlockScan<T, BLOCK_DIM_X, ALGORITHM, BLOCK_DIM_Y, BLOCK_DIM_Z, LEGACY_PTX_ARCH>, T,
+                                BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z> {
     static constexpr int N = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+    typedef detail::Collective<BlockScan, T, N> Base;
+    using Base::s_;
 
 public:
-    typedef detail::Slots<T, N> TempStorage;
-
-    BlockScan() : s_(private_storage()) {}
-    explicit BlockScan(TempStorage& storage) : s_(storage) {}
+    using Base::Base;
+    using typename Base::TempStorage;
 
     // One value per thread.
     template <class Op> void InclusiveScan(T input, T& output, Op op, T& block_aggregate) {
@@ -946,9 +968,7 @@ public:
 private:
     // Thread t's inclusive (or exclusive, from *initial) prefix of the block's values; the aggregate to all.
     template <class Op> void scan(T input, T& output, Op op, const T* initial, T* aggregate, bool inclusive) {
-        const int t = ::kdcpu::linear_tid();
-        if (t < N) s_.vals[t] = input;
-        __syncthreads();
+        const int t = this->publish(input);
         T out = input;
         if (t < N) {
             if (inclusive) out = detail::fold(s_, 1, t + 1, s_.vals[0], op);
@@ -982,10 +1002,5 @@ private:
         }
         if (aggregate) *aggregate = total;
     }
-    static TempStorage& private_storage() {
-        static TempStorage storage;
-        return storage;
-    }
-    TempStorage& s_;
 };
 }  // namespace cub
