@@ -638,7 +638,7 @@ class ModelNew(torch.nn.Module):
 
 
 def test_extension_builds_are_keyed_under_the_users_extensions_dir(tmp_path, monkeypatch):
-    from debugger.sandbox.roles import _extension_build_dir
+    from debugger.sandbox.roles import extension_build_dir
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
     monkeypatch.setenv("KDEBUG_TORCH_EXTENSIONS_BASE", "")  # set by the call: restored (unset) after
@@ -650,7 +650,7 @@ mod = load_inline(name="same_name", cpp_sources="", cuda_sources=src, functions=
 '''
     dirs = []
     for candidate in (src, src.replace("= 1;", "= 2;"), src + "\nEXTRA = 1\n"):
-        _extension_build_dir({"candidate_src": candidate, "allow_write": [str(tmp_path / "cache")]})
+        extension_build_dir({"candidate_src": candidate, "allow_write": [str(tmp_path / "cache")]})
         dirs.append(Path(os.environ["TORCH_EXTENSIONS_DIR"]))
     assert all(d.parent == tmp_path / "ext" for d in dirs)
     assert dirs[0] != dirs[1] and dirs[0] == dirs[2]  # a kernel change builds apart, a host change reuses

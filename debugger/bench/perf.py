@@ -17,18 +17,25 @@ from pathlib import Path
 REPO_DIR = Path(__file__).resolve().parents[2]  # so the runner imports this checkout's debugger
 
 def run_timing(spec: dict, timeout: float = 600.0) -> dict:
-    """`python -m debugger.bench.timing` on `spec`; its JSON line, or {"ok": False, "error"}."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="kdebug-timing-", delete=False) as f:
-        json.dump(spec, f)
-        path = f.name
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_DIR), os.environ.get("PYTHONPATH")])))
-    try:
-        proc = subprocess.run([sys.executable, "-m", "debugger.bench.timing", path], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=tempfile.gettempdir())
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"timing did not finish within {timeout:g} s"}
-    finally:
-        Path(path).unlink(missing_ok=True)
+    """`python -m debugger.bench.timing` on `spec`; its JSON line, or {"ok": False, "error"}.
+
+    A spec with a "sandbox" runs in a worker's environment (the allow-listed variables, its own TMPDIR and
+    HOME, Triton's cache in the sandbox cache) and confines itself (debugger/bench/timing.py)."""
+    with tempfile.TemporaryDirectory(prefix="kdebug-timing-") as scratch:
+        path = Path(scratch) / "spec.json"
+        path.write_text(json.dumps(spec))
+        env = dict(os.environ)
+        if spec.get("sandbox"):
+            from debugger.sandbox.guard import scrubbed_env
+
+            env = scrubbed_env(env)
+            env.update(TMPDIR=scratch, HOME=scratch, TRITON_CACHE_DIR=spec["sandbox"]["cache"])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_DIR), env.get("PYTHONPATH")]))
+        try:
+            proc = subprocess.run([sys.executable, "-m", "debugger.bench.timing", str(path)], capture_output=True,
+                                  text=True, timeout=timeout, env=env, cwd=scratch)
+        except subprocess.TimeoutExpired:
+            return {"ok": False, "error": f"timing did not finish within {timeout:g} s"}
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     try:
         result = json.loads(lines[-1])
@@ -47,13 +54,17 @@ def _num(v):
     return v if isinstance(v, (int, float)) else None
 
 
-def case_timing(reference_src: str, implementations: dict[str, str], ceilings: dict, *, timeout: float = 600.0) -> dict:
-    """Time one case's reference and implementations; derive speedups and roofline fractions."""
-    raw = run_timing({"op": "time", "reference_src": reference_src, "implementations": implementations}, timeout)
+def case_timing(reference_src: str, implementations: dict[str, str], ceilings: dict, *, timeout: float = 600.0,
+                sandbox: dict | None = None, rounds: int | None = None) -> dict:
+    """Time one case's reference and implementations; derive speedups and roofline fractions.
+    `sandbox` ({"deny_read", "cache"}) confines the timing process, for implementations not to be trusted."""
+    extra = {**({"sandbox": sandbox} if sandbox else {}), **({"rounds": rounds} if rounds else {})}
+    raw = run_timing({"op": "time", "reference_src": reference_src, "implementations": implementations, **extra},
+                     timeout)
     if not raw.get("ok") and "repaired" in implementations:
         # The repaired kernel may have taken the process (or the CUDA context) down: time the rest alone.
         rest = {k: v for k, v in implementations.items() if k != "repaired"}
-        raw = run_timing({"op": "time", "reference_src": reference_src, "implementations": rest}, timeout)
+        raw = run_timing({"op": "time", "reference_src": reference_src, "implementations": rest, **extra}, timeout)
         if raw.get("ok"):
             raw["repaired"] = {"error": "the timing process failed while running the repaired kernel"}
     if not raw.get("ok"):

@@ -14,9 +14,19 @@ SPEC is a JSON object, or the path of a file holding one:
            elements read as NaN)} or {"error"}. The rounds interleave the implementations in a rotating
            order, so that no one of them alone meets a slow moment of the machine.
 
+    {"op": "build", "reference_src": ..., "implementations": {...}, "device": "cuda"}
+        -> {"ok", name: {"ok"} or {"error"}}: each implementation built once (load_inline's nvcc build lands
+           in the extensions cache), so that builds can run side by side before the timings run one at a time.
+
 Inputs are drawn on the device from the reference's get_inputs() under the seed, afresh for every
 implementation; ModelNew gets the reference's parameters where state_dict keys match (as in the
 harness). The bench process never imports a candidate: it only reads this line.
+
+Untrusted implementations (a pipeline's answers): the spec's "sandbox", {"deny_read": [...], "cache": DIR},
+confines this process as a sandbox worker is confined (debugger/sandbox/guard.py: no network, no core files or
+large files, reads of the denied folders, writes outside its scratch and DIR and processes beyond the
+compilers refused), and each load_inline build goes to a folder of DIR keyed by its sources, the one an
+evaluation with the same cache uses.
 """
 from __future__ import annotations
 
@@ -149,16 +159,60 @@ def _summarise(entry: dict, times: list[float]) -> None:
     entry["spread"] = (max(times) - min(times)) / mid if mid else None
 
 
+def confine(box: dict, scratch: Path) -> None:
+    """This process from now on: a sandbox worker's limits (see the module docstring)."""
+    from debugger.sandbox import guard
+    from debugger.sandbox.roles import extension_base_dirs
+
+    guard.apply_limits(None, "cuda")
+    guard.isolate_network()
+    guard.install_audit_hook(deny_read=box.get("deny_read") or [],
+                             allow_write=[str(scratch), box["cache"], tempfile.gettempdir(), *extension_base_dirs()])
+
+
+def _load_implementation(src: str, folder: Path, name: str, ref_module, device: str, box: dict | None):
+    from debugger.inputs import build_candidate, load_module
+
+    if box:
+        from debugger.sandbox.roles import extension_build_dir
+
+        extension_build_dir({"allow_write": [box["cache"]], "candidate_src": src})
+    module = load_module(src, folder, name)
+    model, _ = build_candidate(ref_module, module, {"init_seed": 0}, device)
+    return model
+
+
+def build_all(spec: dict) -> dict:
+    """Build every implementation once, nothing timed."""
+    from debugger.inputs import load_module
+
+    device = spec.get("device", "cuda")
+    folder = Path(tempfile.mkdtemp(prefix="kdebug-timing-"))
+    if spec.get("sandbox"):
+        confine(spec["sandbox"], folder)
+    ref_module = load_module(spec["reference_src"], folder, "bench_reference")
+    result = {"ok": True}
+    for i, (name, src) in enumerate((spec.get("implementations") or {}).items()):
+        try:
+            _load_implementation(src, folder, f"bench_impl_{i}", ref_module, device, spec.get("sandbox"))
+            result[name] = {"ok": True}
+        except Exception as e:  # noqa: BLE001 - that implementation's result
+            result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    return result
+
+
 def time_case(spec: dict) -> dict:
     """Time the reference and each implementation on the same freshly drawn device inputs."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from debugger.inputs import build_candidate, build_reference, draw_inputs, flatten_outputs, load_module
+    from debugger.inputs import build_reference, draw_inputs, flatten_outputs, load_module
 
     seed, warmup, rep = spec.get("seed", 0), spec.get("warmup_ms", 25), spec.get("rep_ms", 100)
     rounds = max(1, int(spec.get("rounds", ROUNDS)))
     folder = Path(tempfile.mkdtemp(prefix="kdebug-timing-"))
+    if spec.get("sandbox"):
+        confine(spec["sandbox"], folder)
     ref_module = load_module(spec["reference_src"], folder, "bench_reference")
     reference = build_reference(ref_module, {"init_seed": 0}, "cuda")
     inputs = draw_inputs(ref_module, {"seed": seed}, "cuda")
@@ -174,8 +228,7 @@ def time_case(spec: dict) -> dict:
     result["reference"], calls["reference"] = _prepare(reference, ref_module, seed)
     for i, (name, src) in enumerate((spec.get("implementations") or {}).items()):
         try:
-            module = load_module(src, folder, f"bench_impl_{i}")
-            model, _ = build_candidate(ref_module, module, {"init_seed": 0}, "cuda")
+            model = _load_implementation(src, folder, f"bench_impl_{i}", ref_module, "cuda", spec.get("sandbox"))
             result[name], calls[name] = _prepare(model, ref_module, seed, ref_outs, reference)
         except Exception as e:  # noqa: BLE001 - one implementation's failure is that entry's result
             result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}",
@@ -199,7 +252,7 @@ def main(argv: list[str]) -> int:
     try:
         spec = _load_spec(argv[0])
         op = spec.get("op", "time")
-        result = ceilings(spec) if op == "ceilings" else time_case(spec)
+        result = ceilings(spec) if op == "ceilings" else build_all(spec) if op == "build" else time_case(spec)
     except Exception as e:  # noqa: BLE001 - reported as the one JSON line
         result = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}",
                   "traceback": traceback.format_exc()[-2000:]}

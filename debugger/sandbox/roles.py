@@ -317,7 +317,7 @@ class ReferenceRole:
         return {"ok": True, "warnings": warnings}, None
 
 
-def _extension_build_dir(setup: dict) -> None:
+def extension_build_dir(setup: dict) -> None:
     """load_inline builds into TORCH_EXTENSIONS_DIR: one folder per candidate build inside the cache
     the sandbox may write (or inside the TORCH_EXTENSIONS_DIR the user set), keyed by what the build
     depends on (its C++/CUDA units and loader arguments), so that re-evaluating a candidate, or a repair
@@ -343,9 +343,9 @@ def _extension_build_dir(setup: dict) -> None:
     os.environ["TORCH_EXTENSIONS_DIR"] = str(Path(base) / digest)
 
 
-def _extension_base_dirs() -> list[str]:
+def extension_base_dirs() -> list[str]:
     """A TORCH_EXTENSIONS_DIR the user set: load_inline builds there, in the keyed folder
-    _extension_build_dir makes, so the candidate may write inside it (on the H200, with it set, every
+    extension_build_dir makes, so the candidate may write inside it (on the H200, with it set, every
     build was refused as a write outside the cache and the candidate reported as a compile error)."""
     import os
 
@@ -378,7 +378,7 @@ class CandidateRole:
             configure(scratch / "gpu_compile.jsonl", setup.get("gpu_compile_skip"))
 
     def load_candidate(self) -> dict:
-        _extension_build_dir(self.setup)
+        extension_build_dir(self.setup)
         try:
             self.cand_module = inputs.load_module(self.setup["candidate_src"], self.scratch, "candidate")
         except SyntaxError as e:
@@ -531,7 +531,7 @@ def serve(conn, role: str, setup: dict, scratch: Path) -> None:
         if role == "candidate":
             from debugger.sandbox.guard import install_audit_hook
             install_audit_hook(deny_read=setup.get("deny_read", []),
-                               allow_write=[str(scratch)] + setup.get("allow_write", []) + _extension_base_dirs())
+                               allow_write=[str(scratch)] + setup.get("allow_write", []) + extension_base_dirs())
             reply = worker.load_candidate()
         else:
             reply = {"ok": True}
