@@ -788,3 +788,66 @@ def test_eval_mode_that_fixes_every_check_settles_the_diagnosis_before_any_recip
     diag = diagnose(case_from_sources(BATCHNORM_REF, RUNNING_STATS_BN), "cpu", probes=False, localise=False)
     assert [(e["recipe"], e["result"]) for e in diag.experiments] == [("eval_mode", "fixed")]
     assert diag.hypotheses[0]["bug_class"] == "train_eval_mode"
+
+
+OOM_REF = """
+import torch
+import torch.nn as nn
+
+batch_size = 2048
+dim = 256
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        return torch.relu(x) * 3.0
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+"""
+
+# A candidate that is right everywhere but "runs out of memory" on strided inputs of the published batch, as
+# a contiguity copy of 8 GiB inputs beside kdebug's second process did on an 80 GiB GPU.
+OOM_NEW = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        if not x.is_contiguous() and x.shape[0] >= LIMIT:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+        return torch.clamp(x, min=0) * WRONG
+"""
+
+
+def test_a_check_out_of_memory_at_the_published_sizes_runs_again_at_reduced_sizes():
+    checks = [c for c in standard_checks() if c["name"] in ("seed0", "noncontiguous")]
+    report = evaluate(case_from_sources(OOM_REF, OOM_NEW.replace("LIMIT", "2048").replace("WRONG", "3.0")), "cpu",
+                      checks=checks)
+    nc = next(c for c in report.checks if c.name == "noncontiguous")
+    assert report.status == "pass" and nc.status == "pass"
+    assert "out of memory" in nc.spec["published_sizes_out_of_memory"]
+    assert nc.spec["shapes"]["batch_size"] < 2048 and nc.spec["plan_shapes"]
+    assert "shapes" not in next(c for c in report.checks if c.name == "seed0").spec  # only the check that failed
+
+    # At the reduced sizes the check judges: a kernel wrong on them fails, one out of memory there too stays so.
+    wrong = evaluate(case_from_sources(OOM_REF, OOM_NEW.replace("LIMIT", "2048").replace(
+        "* WRONG", "* (3.0 if x.is_contiguous() else 2.0)")), "cpu", checks=checks)
+    assert next(c for c in wrong.checks if c.name == "noncontiguous").status == "mismatch"
+    always = evaluate(case_from_sources(OOM_REF, OOM_NEW.replace("LIMIT", "1").replace("WRONG", "3.0")), "cpu",
+                      checks=checks)
+    nc = next(c for c in always.checks if c.name == "noncontiguous")
+    assert nc.status == "runtime_error" and always.status == "runtime_error"
+
+
+def test_kernelbench_trials_out_of_memory_are_not_run_at_other_sizes():
+    oom_always = OOM_NEW.replace("not x.is_contiguous() and x.shape[0] >= LIMIT", "True").replace("WRONG", "3.0")
+    report = evaluate(case_from_sources(OOM_REF, oom_always), "cpu", checks=[kernelbench_checks()[0]],
+                      semantics="kernelbench")
+    assert report.status == "runtime_error" and "shapes" not in report.checks[0].spec
