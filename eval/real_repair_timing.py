@@ -1,6 +1,6 @@
 """Speed of repaired real answers against their reference, on a GPU at the published sizes.
 
-    python eval/real_repair_timing.py DIR [--match GLOB,...] [--jobs 12] [--deadline S] [--resume] --out OUT
+    python eval/real_repair_timing.py DIR [--originals CASES] [--match GLOB,...] [--jobs 12] [--deadline S] [--resume] --out OUT
 
 DIR holds repaired case folders (reference.py, candidate.py = the repair), as `eval/real_pool.py --repair`
 leaves them in OUT/repairs/ and `--verify-repairs` reads them. First every repair is built side by side (the
@@ -10,8 +10,12 @@ same KDEBUG_DATA_DIR finds them too); then each case is timed alone, one after t
 get_inputs(), interleaved rounds of triton's do_bench, medians). The repairs are a pipeline's code: the
 timing and build processes are confined as sandbox workers are (`case_timing(..., sandbox=...)`).
 
+With --originals (the case folders of the answers before repair, OUT/cases/ of the repair run), the original
+answer is timed beside them: what a repair cost, apart from what the answer's own design costs.
+
 Writes OUT/rows.jsonl (one row a case: reference_ms, repaired_ms, speedup_vs_reference = reference /
-repaired, the rounds' spread, max_abs_err against the reference, peak bytes, errors) and OUT/table.md.
+repaired, candidate_ms with --originals, the rounds' spread, max_abs_err against the reference, peak bytes,
+errors) and OUT/table.md.
 """
 from __future__ import annotations
 
@@ -45,16 +49,24 @@ def sandbox_for(folder: Path) -> dict:
     return {"deny_read": [str(folder.resolve())], "cache": str(cache)}
 
 
-def build(folder: Path, timeout: float) -> dict:
+def implementations(folder: Path, originals: Path | None) -> dict[str, str]:
+    impls = {"repaired": (folder / "candidate.py").read_text()}
+    original = originals / folder.name / "candidate.py" if originals else None
+    if original is not None and original.is_file():
+        impls["candidate"] = original.read_text()
+    return impls
+
+
+def build(folder: Path, originals: Path | None, timeout: float) -> dict:
+    """The repair's build result (the original's, when timed too, is only warmed)."""
     out = run_timing({"op": "build", "device": "cuda", "reference_src": (folder / "reference.py").read_text(),
-                      "implementations": {"repaired": (folder / "candidate.py").read_text()},
-                      "sandbox": sandbox_for(folder)}, timeout)
+                      "implementations": implementations(folder, originals), "sandbox": sandbox_for(folder)}, timeout)
     return out.get("repaired") or {"error": out.get("error", "build failed")}
 
 
 def row_of(folder: Path, timing: dict, seconds: float) -> dict:
-    keep = ("device", "reference_ms", "repaired_ms", "speedup_vs_reference", "spread", "max_abs_err", "peak_bytes",
-            "errors", "error")
+    keep = ("device", "reference_ms", "repaired_ms", "candidate_ms", "speedup_vs_reference", "spread", "max_abs_err",
+            "peak_bytes", "errors", "error")
     return {"id": folder.name.replace("__", "/"), **{k: timing.get(k) for k in keep if timing.get(k) is not None},
             "seconds": round(seconds, 1)}
 
@@ -65,14 +77,14 @@ def table(rows: list[dict], command: str) -> str:
              f"{len(timed)} of {len(rows)} repairs timed; geometric mean speedup against the reference: "
              f"{(geomean([r['speedup_vs_reference'] for r in timed]) or 0):.2f}x; faster than the reference: "
              f"{sum(1 for r in timed if r['speedup_vs_reference'] > 1)}.", "",
-             "| answer | reference ms | repaired ms | speedup | spread (ref / repaired) | note |",
-             "| --- | ---: | ---: | ---: | --- | --- |"]
+             "| answer | reference ms | repaired ms | speedup | original answer ms | spread (ref / repaired) | note |",
+             "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in sorted(rows, key=lambda r: r["id"]):
         spread = r.get("spread") or {}
         note = r.get("error") or "; ".join(f"{k}: {v}" for k, v in (r.get("errors") or {}).items())
         speedup = r.get("speedup_vs_reference")
         lines.append(f"| {r['id']} | {_ms(r.get('reference_ms'))} | {_ms(r.get('repaired_ms'))} | "
-                     f"{f'{speedup:.2f}x' if speedup else ''} | "
+                     f"{f'{speedup:.2f}x' if speedup else ''} | {_ms(r.get('candidate_ms'))} | "
                      f"{_pct(spread.get('reference'))} / {_pct(spread.get('repaired'))} | {note[:160]} |")
     return "\n".join(lines) + "\n"
 
@@ -89,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=Path)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--originals", type=Path, help="case folders of the answers before repair, timed beside")
     ap.add_argument("--match", help="comma-separated globs over answer ids (a/level1/19)")
     ap.add_argument("--jobs", type=int, default=12, help="builds side by side (timing is always one at a time)")
     ap.add_argument("--timeout", type=float, default=400, help="seconds per build or timing process")
@@ -114,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def one_build(folder: Path) -> None:
         if not late():
-            built[folder] = build(folder, opts.timeout)
+            built[folder] = build(folder, opts.originals, opts.timeout)
             print(f"  built {folder.name}: {built[folder]}", file=sys.stderr)
     with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
         list(pool.map(one_build, todo))
@@ -128,15 +141,14 @@ def main(argv: list[str] | None = None) -> int:
             row = {"id": folder.name.replace("__", "/"), "error": f"build: {built[folder]['error']}"}
         else:
             t = time.time()
-            timing = case_timing((folder / "reference.py").read_text(),
-                                 {"repaired": (folder / "candidate.py").read_text()}, ceilings,
+            timing = case_timing((folder / "reference.py").read_text(), implementations(folder, opts.originals),
+                                 ceilings,
                                  timeout=opts.timeout, sandbox=sandbox_for(folder), rounds=opts.rounds)
             row = row_of(folder, timing, time.time() - t)
         done[row["id"]] = row
         with rows_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
-        print(f"  {row['id']}: {row.get('speedup_vs_reference')} {row.get('error') or row.get('errors') or ''}",
-              file=sys.stderr)
+        print(f"  {json.dumps(row)}", file=sys.stderr)  # the log keeps the row should the run be cut
     command = "python eval/real_repair_timing.py " + " ".join(sys.argv[1:] if argv is None else argv)
     (opts.out / "table.md").write_text(table(list(done.values()), command))
     print((opts.out / "table.md").read_text())

@@ -78,3 +78,36 @@ def test_without_a_sandbox_the_same_read_succeeds(case):
     folder, cache = case
     out = build({"reads": reading(folder / "expected.txt")}, folder, cache, sandbox=False)
     assert out["reads"] == {"ok": True}
+
+
+def _script(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "eval" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_repair_timing_times_the_original_beside_the_repair_and_tables_the_rows(tmp_path):
+    timing = _script("real_repair_timing")
+    repairs, originals = tmp_path / "repairs", tmp_path / "cases"
+    for root, src in ((repairs, HONEST), (originals, HONEST.replace("x + x", "x * 2"))):
+        (root / "a__level1__1").mkdir(parents=True)
+        (root / "a__level1__1" / "reference.py").write_text(REFERENCE)
+        (root / "a__level1__1" / "candidate.py").write_text(src)
+    (repairs / "b__level1__2").mkdir()  # no reference: not a case folder
+    (repairs / "b__level1__2" / "candidate.py").write_text(HONEST)
+    folders = timing.case_folders(repairs, None)
+    assert [f.name for f in folders] == ["a__level1__1"]
+    assert timing.implementations(folders[0], originals) == {"repaired": HONEST,
+                                                             "candidate": HONEST.replace("x + x", "x * 2")}
+    assert timing.implementations(folders[0], None) == {"repaired": HONEST}
+    rows = [timing.row_of(folders[0], {"reference_ms": 2.0, "repaired_ms": 1.0, "candidate_ms": 1.1,
+                                       "speedup_vs_reference": 2.0, "spread": {"reference": 0.01}}, 3.0),
+            {"id": "b/level1/2", "error": "build: OSError: nvcc failed"}]
+    text = timing.table(rows, "python eval/real_repair_timing.py R --out O")
+    assert "1 of 2 repairs timed" in text and "| a/level1/1 | 2.000 | 1.000 | 2.00x | 1.100 |" in text
+    assert "build: OSError: nvcc failed" in text
