@@ -45,6 +45,21 @@ def wrong_mask(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
     return bad
 
 
+def any_wrong(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> bool:
+    """wrong_mask(...).any(), slice by slice."""
+    return any(bool(wrong_mask(c, r, atol, rtol).any()) for _, c, r, _ in _chunks(cand, ref, None))
+
+
+def max_finite_error(cand: torch.Tensor, ref: torch.Tensor) -> float:
+    """Largest |cand - ref| over the elements finite in both (0.0 where none is), slice by slice."""
+    worst = 0.0
+    for _, c, r, _ in _chunks(cand, ref, None):
+        both = torch.isfinite(c) & torch.isfinite(r)
+        if bool(both.any()):
+            worst = max(worst, float((c - r).abs()[both].max()))
+    return worst
+
+
 def output_stats(index: int, cand, ref, ref_dtype: torch.dtype, atol: float, rtol: float,
                  floor: torch.Tensor | None = None) -> dict:
     """Stats of one output (a dict of OutputStats fields); `floor` as in wrong_mask."""
@@ -62,28 +77,50 @@ def output_stats(index: int, cand, ref, ref_dtype: torch.dtype, atol: float, rto
         return {**base, "passed": False,
                 "problem": f"output {index} has dtype {str(cand.dtype).replace('torch.', '')}, "
                            f"expected {base['dtype']}"}
-    c = cand.to(ref.device).double()
-    r = ref.double()
-    bad = wrong_mask(c, r, atol, rtol, floor if floor is not None and floor.shape == r.shape else None)
-    finite = torch.isfinite(c) & torch.isfinite(r)
-    err = torch.where(finite, (c - r).abs(), torch.zeros((), dtype=torch.float64, device=c.device))
-    rel = err / r.abs().clamp_min(max(atol, 1e-12))
-    n_wrong = int(bad.sum())
-    nan_mismatch = int((torch.isnan(c) ^ torch.isnan(r)).sum())
-    inf_mismatch = int(((torch.isinf(c) | torch.isinf(r)) & (c != r) & ~torch.isnan(c) & ~torch.isnan(r)).sum())
-    numel = max(1, r.numel())
+    n_wrong = nan_mismatch = inf_mismatch = 0
+    max_abs = max_rel = 0.0
+    first_flat = None
+    use_floor = floor is not None and floor.shape == ref.shape
+    for offset, c, r, f in _chunks(cand, ref, floor if use_floor else None):
+        bad = wrong_mask(c, r, atol, rtol, f)
+        finite = torch.isfinite(c) & torch.isfinite(r)
+        err = torch.where(finite, (c - r).abs(), torch.zeros((), dtype=torch.float64, device=c.device))
+        rel = err / r.abs().clamp_min(max(atol, 1e-12))
+        wrong_here = int(bad.sum())
+        if wrong_here and first_flat is None:
+            first_flat = offset + int(torch.nonzero(bad)[0])
+        n_wrong += wrong_here
+        nan_mismatch += int((torch.isnan(c) ^ torch.isnan(r)).sum())
+        inf_mismatch += int(((torch.isinf(c) | torch.isinf(r)) & (c != r) & ~torch.isnan(c) & ~torch.isnan(r)).sum())
+        if err.numel():
+            max_abs = max(max_abs, float(err.max()))
+            max_rel = max(max_rel, float(rel.max()))
+    numel = max(1, ref.numel())
     first = None
-    if n_wrong:
-        flat = int(torch.nonzero(bad.reshape(-1))[0])
-        first = list(torch.unravel_index(torch.tensor(flat), tuple(r.shape))) if r.dim() else []
-        first = [int(i) for i in first]
-    max_abs = float(err.max()) if err.numel() else 0.0
+    if first_flat is not None:
+        first = [int(i) for i in torch.unravel_index(torch.tensor(first_flat), tuple(ref.shape))] if ref.dim() else []
     if nan_mismatch or inf_mismatch:
         max_abs = float("inf")
     return {**base, "passed": n_wrong == 0, "max_abs_err": max_abs,
-            "max_rel_err": float(rel.max()) if rel.numel() else 0.0, "n_wrong": n_wrong,
+            "max_rel_err": max_rel, "n_wrong": n_wrong,
             "frac_wrong": n_wrong / numel, "first_wrong": first, "nan_mismatch": nan_mismatch,
             "inf_mismatch": inf_mismatch}
+
+
+# Elements per slice when comparing: the float64 copies and masks of one slice stay bounded (a 2^31-element
+# output compared whole took a dozen temporaries of 8-16 GiB, past an 80 GiB GPU beside the outputs themselves).
+CHUNK_ELEMENTS = 1 << 24
+
+
+def _chunks(cand: torch.Tensor, ref: torch.Tensor, floor: torch.Tensor | None):
+    """(offset, candidate slice, reference slice, floor slice) over the flattened tensors, as float64 on the
+    reference's device."""
+    c_flat, r_flat = cand.reshape(-1), ref.reshape(-1)
+    f_flat = floor.reshape(-1) if floor is not None else None
+    for start in range(0, r_flat.numel(), CHUNK_ELEMENTS):
+        end = start + CHUNK_ELEMENTS
+        yield (start, c_flat[start:end].to(ref.device).double(), r_flat[start:end].double(),
+               f_flat[start:end] if f_flat is not None else None)
 
 
 def max_difference(a: list, b: list) -> float:
@@ -105,13 +142,13 @@ def max_difference(a: list, b: list) -> float:
             if d.numel():
                 worst = max(worst, float(d.max()))
             continue
-        xd, yd = x.double(), y.double()
-        same_nan = torch.isnan(xd) & torch.isnan(yd)
-        if bool(((torch.isnan(xd) | torch.isnan(yd)) & ~same_nan).any()):
-            return float("inf")
-        d = torch.where(same_nan | (xd == yd), torch.zeros_like(xd), (xd - yd).abs())
-        if d.numel():
-            worst = max(worst, float(d.max()))
+        for _, yd, xd, _ in _chunks(y, x, None):
+            same_nan = torch.isnan(xd) & torch.isnan(yd)
+            if bool(((torch.isnan(xd) | torch.isnan(yd)) & ~same_nan).any()):
+                return float("inf")
+            d = torch.where(same_nan | (xd == yd), torch.zeros_like(xd), (xd - yd).abs())
+            if d.numel():
+                worst = max(worst, float(d.max()))
     return worst
 
 
@@ -123,8 +160,10 @@ def kernelbench_stats(index: int, cand, native, tolerance: float) -> dict:
         return output_stats(index, cand, native, getattr(native, "dtype", torch.float64), tolerance, tolerance)
     c = cand.to(native.device)
     stats = output_stats(index, c.to(native.dtype), native, native.dtype, tolerance, tolerance)
-    try:
-        close = bool(torch.allclose(native, c.to(native.dtype), atol=tolerance, rtol=tolerance))
+    try:  # slice by slice, as output_stats: allclose is elementwise, so all slices close = the whole close
+        n_flat, c_flat = native.reshape(-1), c.to(native.dtype).reshape(-1)
+        close = all(bool(torch.allclose(n_flat[i:i + CHUNK_ELEMENTS], c_flat[i:i + CHUNK_ELEMENTS], atol=tolerance,
+                                        rtol=tolerance)) for i in range(0, n_flat.numel(), CHUNK_ELEMENTS))
     except RuntimeError as e:
         return {**stats, "passed": False, "problem": f"torch.allclose failed: {str(e)[:200]}"}
     if cand.dtype != native.dtype:

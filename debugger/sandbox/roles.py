@@ -161,9 +161,7 @@ class ReferenceRole:
         """How far PyTorch's own result in the task's dtype is from float64 (max over finite elements)."""
         if not (isinstance(native, torch.Tensor) and native.is_floating_point() and isinstance(ref64, torch.Tensor)):
             return 0.0
-        n, r = native.double(), ref64.double()
-        both = torch.isfinite(n) & torch.isfinite(r)
-        return float((n - r).abs()[both].max()) if bool(both.any()) else 0.0
+        return compare.max_finite_error(native, ref64)
 
     def _tol(self, i: int, atol, rtol) -> tuple[float, float]:
         """Tolerances for output i: flags/case.toml or the dtype's default, and never tighter than twice
@@ -175,7 +173,7 @@ class ReferenceRole:
         err = self.native_err[i] if i < len(getattr(self, "native_err", [])) else 0.0
         if err > a and d is not None and d.is_floating_point:
             native, ref = self.native[i], self.ref64[i]
-            if bool(compare.wrong_mask(native, ref, a, r).any()):
+            if compare.any_wrong(native, ref, a, r):
                 a = max(a, 2.0 * err)
         return a, r
 

@@ -1,0 +1,53 @@
+"""Output comparison (debugger/compare.py): slice-by-slice figures equal whole-tensor ones."""
+from __future__ import annotations
+
+import torch
+
+
+def _awkward_pair(shape=(5, 13)):
+    g = torch.Generator().manual_seed(3)
+    ref = torch.randn(shape, generator=g)
+    cand = ref + 1e-6 * torch.randn(shape, generator=g)
+    cand[2, 7] += 0.5          # wrong
+    cand[4, 12] -= 3.0         # wrong, later slice
+    cand[0, 3] = float("nan")  # NaN only in the candidate
+    ref[1, 1] = float("inf")
+    cand[1, 1] = float("inf")  # the same Inf: fine
+    cand[3, 0] = float("-inf")  # an Inf only in the candidate
+    return cand, ref
+
+
+def test_comparisons_slice_by_slice_say_what_whole_tensor_comparisons_say(monkeypatch):
+    """Large outputs are compared in slices (bounded float64 temporaries); every figure must be the same as
+    comparing the whole tensors, the first wrong element's index included."""
+    from debugger import compare
+
+    cand, ref = _awkward_pair()
+    floor = torch.full(ref.shape, 1e-3)
+    whole = {
+        "stats": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4),
+        "floored": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4, floor=floor),
+        "kb": compare.kernelbench_stats(0, cand, ref, 1e-2),
+        "kb_close": compare.kernelbench_stats(0, ref + 1e-4, ref, 1e-2),
+        "diff": compare.max_difference([cand], [ref]),
+        "diff_finite": compare.max_difference([ref + 0.25], [ref]),
+        "any": compare.any_wrong(cand, ref, 1e-4, 1e-4),
+        "finite": compare.max_finite_error(cand, ref),
+    }
+    assert whole["stats"]["n_wrong"] == 4 and whole["stats"]["first_wrong"] == [0, 3]
+    assert not whole["kb"]["passed"] and whole["kb_close"]["passed"] and abs(whole["diff_finite"] - 0.25) < 1e-6
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 7)  # 65 elements: ten slices, the last one short
+    sliced = {
+        "stats": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4),
+        "floored": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4, floor=floor),
+        "kb": compare.kernelbench_stats(0, cand, ref, 1e-2),
+        "kb_close": compare.kernelbench_stats(0, ref + 1e-4, ref, 1e-2),
+        "diff": compare.max_difference([cand], [ref]),
+        "diff_finite": compare.max_difference([ref + 0.25], [ref]),
+        "any": compare.any_wrong(cand, ref, 1e-4, 1e-4),
+        "finite": compare.max_finite_error(cand, ref),
+    }
+    assert sliced == whole
+    # a non-contiguous candidate and a 0-d output slice the same way
+    assert compare.output_stats(0, cand.t().contiguous().t(), ref, torch.float32, 1e-4, 1e-4) == whole["stats"]
+    assert compare.output_stats(0, torch.tensor(1.5), torch.tensor(1.0), torch.float32, 1e-4, 1e-4)["first_wrong"] == []
