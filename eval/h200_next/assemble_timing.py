@@ -1,0 +1,44 @@
+"""Gather the case folders run31.jobs times: `python eval/h200_next/assemble_timing.py DEST`.
+
+For every answer repaired on a GPU (eval/real_repair_tally.py), the CPU repair run's case folder of the repair
+(OUT/repairs/<id>) goes to DEST/.timeA and the answer before repair (OUT/cases/<id>) to DEST/.timeA_originals,
+from the paths the committed CPU rows name (they live in this machine's /tmp while it lasts; an answer whose
+folders are gone is listed and left out).
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import real_repair_tally as tally  # noqa: E402
+
+
+def main() -> int:
+    dest = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    if dest is None or not dest.is_dir():
+        print("usage: assemble_timing.py DEST (an existing folder, e.g. .clean)", file=sys.stderr)
+        return 2
+    rows = tally.tally()
+    wanted = {i for i, r in rows.items() if r["gpu"]}
+    found: dict[str, tuple[Path, Path]] = {}
+    for _path, row in tally._rows("cpu_*/*repair_rows*.jsonl"):
+        rep = row.get("repair") or {}
+        if row["id"] in wanted and rep.get("status") == "repaired" and rep.get("output"):
+            repaired = Path(rep["output"][: -len(".py")])
+            original = Path(row.get("case_dir") or "")
+            if (repaired / "candidate.py").is_file() and (original / "candidate.py").is_file():
+                found[row["id"]] = (repaired, original)
+    for sub in (".timeA", ".timeA_originals"):
+        (dest / sub).mkdir(exist_ok=True)
+    for i, (repaired, original) in sorted(found.items()):
+        shutil.copytree(repaired, dest / ".timeA" / repaired.name, dirs_exist_ok=True)
+        shutil.copytree(original, dest / ".timeA_originals" / repaired.name, dirs_exist_ok=True)
+    missing = sorted(wanted - set(found))
+    print(f"{len(found)} of {len(wanted)} gathered" + (f"; missing: {', '.join(missing)}" if missing else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
