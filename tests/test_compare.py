@@ -17,6 +17,19 @@ def _awkward_pair(shape=(5, 13)):
     return cand, ref
 
 
+def _figures(compare, cand, ref, floor) -> dict:
+    return {
+        "stats": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4),
+        "floored": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4, floor=floor),
+        "kb": compare.kernelbench_stats(0, cand, ref, 1e-2),
+        "kb_close": compare.kernelbench_stats(0, ref + 1e-4, ref, 1e-2),
+        "diff": compare.max_difference([cand], [ref]),
+        "diff_finite": compare.max_difference([ref + 0.25], [ref]),
+        "any": compare.any_wrong(cand, ref, 1e-4, 1e-4),
+        "finite": compare.max_finite_error(cand, ref),
+    }
+
+
 def test_comparisons_slice_by_slice_say_what_whole_tensor_comparisons_say(monkeypatch):
     """Large outputs are compared in slices (bounded float64 temporaries); every figure must be the same as
     comparing the whole tensors, the first wrong element's index included."""
@@ -24,29 +37,11 @@ def test_comparisons_slice_by_slice_say_what_whole_tensor_comparisons_say(monkey
 
     cand, ref = _awkward_pair()
     floor = torch.full(ref.shape, 1e-3)
-    whole = {
-        "stats": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4),
-        "floored": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4, floor=floor),
-        "kb": compare.kernelbench_stats(0, cand, ref, 1e-2),
-        "kb_close": compare.kernelbench_stats(0, ref + 1e-4, ref, 1e-2),
-        "diff": compare.max_difference([cand], [ref]),
-        "diff_finite": compare.max_difference([ref + 0.25], [ref]),
-        "any": compare.any_wrong(cand, ref, 1e-4, 1e-4),
-        "finite": compare.max_finite_error(cand, ref),
-    }
+    whole = _figures(compare, cand, ref, floor)
     assert whole["stats"]["n_wrong"] == 4 and whole["stats"]["first_wrong"] == [0, 3]
     assert not whole["kb"]["passed"] and whole["kb_close"]["passed"] and abs(whole["diff_finite"] - 0.25) < 1e-6
     monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 7)  # 65 elements: ten slices, the last one short
-    sliced = {
-        "stats": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4),
-        "floored": compare.output_stats(0, cand, ref, torch.float32, 1e-4, 1e-4, floor=floor),
-        "kb": compare.kernelbench_stats(0, cand, ref, 1e-2),
-        "kb_close": compare.kernelbench_stats(0, ref + 1e-4, ref, 1e-2),
-        "diff": compare.max_difference([cand], [ref]),
-        "diff_finite": compare.max_difference([ref + 0.25], [ref]),
-        "any": compare.any_wrong(cand, ref, 1e-4, 1e-4),
-        "finite": compare.max_finite_error(cand, ref),
-    }
+    sliced = _figures(compare, cand, ref, floor)
     assert sliced == whole
     # a non-contiguous candidate and a 0-d output slice the same way
     assert compare.output_stats(0, cand.t().contiguous().t(), ref, torch.float32, 1e-4, 1e-4) == whole["stats"]
