@@ -1,6 +1,7 @@
 """Speed of repaired real answers against their reference, on a GPU at the published sizes.
 
-    python eval/real_repair_timing.py DIR [--originals CASES] [--match GLOB,...] [--jobs 12] [--deadline S] [--resume] --out OUT
+    python eval/real_repair_timing.py DIR [--originals CASES] [--match GLOB,...] [--jobs 12] [--deadline S]
+        [--resume] [--build-only] --out OUT
 
 DIR holds repaired case folders (reference.py, candidate.py = the repair), as `eval/real_pool.py --repair`
 leaves them in OUT/repairs/ and `--verify-repairs` reads them. First every repair is built side by side (the

@@ -847,7 +847,8 @@ def test_a_check_out_of_memory_at_the_published_sizes_runs_again_at_reduced_size
 
 
 CROWDED = ("CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 79.18 GiB of which 1.00 GiB "
-           "is free. Process 7 has 34.20 GiB memory in use. Process 9 has 40.00 GiB memory in use. Including non-PyTorch memory, this process has 40.00 GiB "
+           "is free. Process 7 has 34.20 GiB memory in use. Process 9 has 40.00 GiB memory in use. "
+           "Including non-PyTorch memory, this process has 40.00 GiB "
            "memory in use. Of the allocated memory 39.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by "
            "PyTorch but unallocated.")
 
