@@ -50,7 +50,11 @@ def eval_text(report) -> str:
         lines.append(f"{'check':<16} {'result':<14} {'max_abs_err':>12} {'wrong':>8}  note")
         for c in report.checks:
             wrong = f"{c.frac_wrong:.1%}" if c.frac_wrong is not None else "-"
-            lines.append(f"{c.name:<16} {c.status:<14} {fmt_err(c.max_abs_err):>12} {wrong:>8}  {c.message[:70]}")
+            note = c.message[:70]
+            if c.spec.get("published_sizes_out_of_memory"):
+                shapes = ", ".join(f"{k}={v}" for k, v in c.spec.get("shapes", {}).items())
+                note = f"at {shapes}: out of memory at the published sizes" + (f"; {note}" if note else "")
+            lines.append(f"{c.name:<16} {c.status:<14} {fmt_err(c.max_abs_err):>12} {wrong:>8}  {note}")
     for name, v in report.verdicts.items():
         mark = " (sets the status)" if report.semantics in (name, "both") else ""
         failed = f", failing {', '.join(v['failed'][:6])}" if v["failed"] else ""

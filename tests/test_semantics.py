@@ -835,6 +835,8 @@ def test_a_check_out_of_memory_at_the_published_sizes_runs_again_at_reduced_size
     assert "out of memory" in nc.spec["published_sizes_out_of_memory"]
     assert nc.spec["shapes"]["batch_size"] < 2048 and nc.spec["plan_shapes"]
     assert "shapes" not in next(c for c in report.checks if c.name == "seed0").spec  # only the check that failed
+    from debugger.output import eval_text
+    assert f"at batch_size={nc.spec['shapes']['batch_size']}: out of memory at the published sizes" in eval_text(report)
 
     # At the reduced sizes the check judges: a kernel wrong on them fails, one out of memory there too stays so.
     wrong = evaluate(case_from_sources(OOM_REF, OOM_NEW.replace("LIMIT", "2048").replace(
