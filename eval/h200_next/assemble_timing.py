@@ -1,9 +1,10 @@
-"""Gather the case folders run31.jobs times: `python eval/h200_next/assemble_timing.py DEST`.
+"""Gather the case folders run31.jobs reads: `python eval/h200_next/assemble_timing.py DEST`.
 
 For every answer repaired on a GPU (eval/real_repair_tally.py), the CPU repair run's case folder of the repair
 (OUT/repairs/<id>) goes to DEST/.timeA and the answer before repair (OUT/cases/<id>) to DEST/.timeA_originals,
 from the paths the committed CPU rows name (they live in this machine's /tmp while it lasts; an answer whose
-folders are gone is listed and left out).
+folders are gone is listed and left out); and the repairs still to judge on a GPU (unjudged_on_gpu_ids.txt:
+`id source`, the folder under source/out/repairs/ or source/repairs/) go to DEST/.verifyB.
 """
 from __future__ import annotations
 
@@ -35,6 +36,18 @@ def main() -> int:
     for i, (repaired, original) in sorted(found.items()):
         shutil.copytree(repaired, dest / ".timeA" / repaired.name, dirs_exist_ok=True)
         shutil.copytree(original, dest / ".timeA_originals" / repaired.name, dirs_exist_ok=True)
+    (dest / ".verifyB").mkdir(exist_ok=True)
+    for line in (Path(__file__).parent / "unjudged_on_gpu_ids.txt").read_text().splitlines():
+        parts = line.split()
+        if len(parts) != 2 or line.startswith("#"):
+            continue
+        name = parts[0].replace("/", "__")
+        folder = next((f for f in (Path(parts[1]) / "out" / "repairs" / name, Path(parts[1]) / "repairs" / name)
+                       if (f / "candidate.py").is_file()), None)
+        if folder is None:
+            print(f"to judge, folder gone: {parts[0]}")
+        else:
+            shutil.copytree(folder, dest / ".verifyB" / name, dirs_exist_ok=True)
     missing = sorted(wanted - set(found))
     print(f"{len(found)} of {len(wanted)} gathered" + (f"; missing: {', '.join(missing)}" if missing else ""))
     return 0
