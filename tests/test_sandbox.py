@@ -186,3 +186,80 @@ def test_kernelbench_trials_run_candidate_and_reference_side_by_side(monkeypatch
     for name in statuses:
         (cand_start, cand_end), (ref_start, _) = runs["candidate", name], runs["reference", name]
         assert cand_start - 0.01 <= ref_start < cand_end - 0.3, name  # the reference began before the candidate ended
+
+
+ORPHAN_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+def get_inputs():
+    return [torch.randn(8)]
+
+def get_init_inputs():
+    return []
+"""
+
+# Busy for good once called: as an emulated kernel hours from its end would be.
+ORPHAN_CAND = """
+import os
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        with open("busy.pid", "w") as f:
+            f.write(str(os.getpid()))
+        while True:
+            pass
+"""
+
+ORPHAN_RUN = f"""
+from debugger.case import case_from_sources
+from debugger.evaluate import evaluate, standard_checks
+evaluate(case_from_sources({ORPHAN_REF!r}, {ORPHAN_CAND!r}), "cpu", checks=[standard_checks()[0]], timeout=600)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_killed_kdebug_leaves_no_worker_running(tmp_path):
+    """A caller's timeout kills kdebug mid-check: its zygote sees the socket close and exits, and the worker,
+    in a session of its own and busy in the candidate's code, must go with it rather than run on."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, TMPDIR=str(tmp_path), KDEBUG_DATA_DIR=str(tmp_path / "data"),
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", ORPHAN_RUN], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        found = []
+        while not found and time.time() < deadline and proc.poll() is None:
+            found = [p for p in tmp_path.glob("kdebug-sandbox-*/can-*/busy.pid") if p.read_text().strip()]
+            time.sleep(0.2)
+        assert found, "the candidate never started its forward"
+        worker = int(found[0].read_text())
+        assert _running(worker)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.time() + 20
+    while _running(worker) and time.time() < deadline:
+        time.sleep(0.2)
+    alive = _running(worker)
+    if alive:
+        os.kill(worker, signal.SIGKILL)
+    assert not alive, "the candidate's worker ran on after kdebug was killed"

@@ -42,7 +42,24 @@ def _describe(status: int | None) -> str | None:
     return f"exited with status {os.WEXITSTATUS(status)}"
 
 
-def _child(fd: int, header: dict) -> None:
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_zygote(zygote: int) -> None:
+    """The worker is killed when the zygote goes: a worker is in a session of its own (out of reach of the
+    zygote's process group), and a kdebug killed mid-check (a caller's timeout) closes the zygote's socket, so
+    the zygote exits while its worker may be hours into an emulated kernel (one ran on for 80 minutes)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the worker ends when its next reply finds the socket closed
+        return
+    if os.getppid() != zygote:  # the zygote went between the fork and the prctl
+        os._exit(1)
+
+
+def _child(fd: int, header: dict, zygote: int) -> None:
     """Runs in the forked worker: isolate, limit, then serve requests."""
     from pathlib import Path
     import tempfile
@@ -50,6 +67,7 @@ def _child(fd: int, header: dict) -> None:
     from debugger.sandbox import guard, roles
 
     os.setsid()
+    _die_with_zygote(zygote)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     scratch = header["scratch"]
     os.chdir(scratch)
@@ -160,11 +178,12 @@ def main() -> None:
         op = header.get("op")
         if op == "spawn":
             child_fd = recv_handle(conn)
+            zygote = os.getpid()
             pid = os.fork()
             if pid == 0:
                 try:
                     conn.close()
-                    _child(child_fd, header)
+                    _child(child_fd, header, zygote)
                 finally:
                     os._exit(1)
             os.close(child_fd)
