@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from debugger import gpu_check, trace
 from debugger.case import Case
-from debugger.gpu_memory import crowded_out
+from debugger.gpu_memory import crowded_out, says_out_of_memory
 from debugger.lang.cuda.emulate import builds_extension
 from debugger.records import CheckResult, ErrorSignature, EvalReport, OutputStats
 from debugger.sandbox import WorkerDied, WorkerTimeout, get_sandbox
@@ -229,8 +229,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
         fresh, why = 0, "not run: the worker was killed"  # fresh: workers started after a lost CUDA context
         reduced_plan: dict = {}  # the sizes plan a check out of memory runs again at, made when first needed
         for i, spec in enumerate(specs):
-            check = CheckResult(name=spec["name"], kind=spec.get("kind", "seed"), passed=False, status="pass",
-                                spec={k: v for k, v in spec.items() if k not in ("fingerprint",)})
+            check = _new_check(spec)
             report.checks.append(check)
             t0 = time.perf_counter()
             stop = _run_check(check, spec, reference, candidate, ev, atol, rtol, timeout, capture)
@@ -239,8 +238,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
                 reduced = _reduced_spec(case, reference, device, spec, timeout, reduced_plan)
                 if reduced is not None:  # the same check again at kdebug's reduced sizes, in its place
                     first_try = check
-                    check = CheckResult(name=spec["name"], kind=spec.get("kind", "seed"), passed=False,
-                                        status="pass", spec={k: v for k, v in reduced.items() if k != "fingerprint"})
+                    check = _new_check(reduced)
                     check.spec["published_sizes_out_of_memory"] = first_try.message[:300]
                     report.checks[-1] = check
                     t0 = time.perf_counter()
@@ -295,7 +293,10 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
             candidate.close()
 
 
-OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of (GPU )?memory|MemoryError|can't allocate memory", re.IGNORECASE)
+def _new_check(spec: dict) -> CheckResult:
+    """The record of one check about to run (passing until the run says otherwise)."""
+    return CheckResult(name=spec["name"], kind=spec.get("kind", "seed"), passed=False, status="pass",
+                       spec={k: v for k, v in spec.items() if k != "fingerprint"})
 
 
 def _reducible_out_of_memory(check: CheckResult, spec: dict) -> bool:
@@ -304,7 +305,7 @@ def _reducible_out_of_memory(check: CheckResult, spec: dict) -> bool:
     need more memory than the operator does (8 GiB inputs on an 80 GiB GPU). A check skipped as crowded out
     counts too: the "other processes" include this evaluation's reference worker (crowded_out cannot tell)."""
     return (check.status in ("runtime_error", "skipped") and spec.get("kind") != "kernelbench"
-            and not spec.get("shapes") and not check.not_applicable and bool(OUT_OF_MEMORY.search(check.message or "")))
+            and not spec.get("shapes") and not check.not_applicable and says_out_of_memory(check.message))
 
 
 def _reduced_spec(case: Case, reference, device: str, spec: dict, timeout: float, plan: dict) -> dict | None:

@@ -29,6 +29,17 @@ def is_out_of_memory(message: str | None) -> bool:
     return bool(message) and ("OutOfMemoryError" in message or "CUDA out of memory" in message)
 
 
+# Any run out of memory, in PyTorch's words (GPU or CPU), the C++ allocator's, or kdebug's own for a crowded-out run.
+_ANY_OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of (GPU )?memory|MemoryError|can't allocate memory",
+                                re.IGNORECASE)
+
+
+def says_out_of_memory(message: str | None) -> bool:
+    """A failure message that reports memory running out, wherever and whoever's: wider than
+    is_out_of_memory (PyTorch's CUDA error, which crowded_out can read numbers from)."""
+    return bool(message) and bool(_ANY_OUT_OF_MEMORY.search(message))
+
+
 def held_by_others(message: str) -> float | None:
     """Bytes the other processes held when the allocation failed (None: the message does not say)."""
     processes = [_bytes(v, u) for v, u in _PROCESS.findall(message)]

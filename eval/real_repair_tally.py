@@ -19,7 +19,7 @@ from pathlib import Path
 EVAL = Path(__file__).resolve().parent
 
 
-def _rows(pattern: str):
+def committed_rows(pattern: str):
     for path in sorted(EVAL.glob(pattern)):
         for line in path.read_text().splitlines():
             try:
@@ -45,7 +45,7 @@ def recipes(row: dict) -> list[str]:
 def tally() -> dict[str, dict]:
     """id -> {"class", "cpu", "gpu", "recipes", "cpu_seconds", "gpu_row"}."""
     out: dict[str, dict] = {}
-    for _path, row in _rows("cpu_*/*repair_rows*.jsonl"):
+    for _path, row in committed_rows("cpu_*/*repair_rows*.jsonl"):
         rep = row.get("repair") or {}
         good = rep.get("status") == "repaired" and passes(row)
         seen = out.get(row["id"])
@@ -55,7 +55,7 @@ def tally() -> dict[str, dict]:
                           "recipes": recipes(row) if good else [],
                           "cpu_seconds": rep.get("seconds") if good else None, "gpu_row": None}
     for pattern in ("h100_*/*rows*.jsonl", "h200_*/*rows*.jsonl"):
-        for path, row in _rows(pattern):
+        for path, row in committed_rows(pattern):
             entry = out.get(row["id"])
             if entry is None or not passes(row):
                 continue

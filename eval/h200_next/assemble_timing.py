@@ -24,7 +24,7 @@ def main() -> int:
     rows = tally.tally()
     wanted = {i for i, r in rows.items() if r["gpu"]}
     found: dict[str, tuple[Path, Path]] = {}
-    for _path, row in tally._rows("cpu_*/*repair_rows*.jsonl"):
+    for _path, row in tally.committed_rows("cpu_*/*repair_rows*.jsonl"):
         rep = row.get("repair") or {}
         if row["id"] in wanted and rep.get("status") == "repaired" and rep.get("output"):
             repaired = Path(rep["output"][: -len(".py")])
