@@ -656,7 +656,8 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
     drift = None
     for n, blob in enumerate(runs_blobs, start=1):
         try:
-            cmp_header, _ = reference.request({"op": "compare", "atol": atol, "rtol": rtol, "run": n}, blob,
+            cmp_header, _ = reference.request({"op": "compare", "atol": atol, "rtol": rtol, "run": n,
+                                               "sentinel": SENTINEL_POISON if n == 2 else None}, blob,
                                               timeout=timeout)
         except (WorkerTimeout, WorkerDied) as e:
             check.status, check.message = "skipped", f"comparison failed: {e}"
@@ -667,6 +668,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         per_run.append(cmp_header["runs"][0])
         if cmp_header.get("drift") is not None:
             drift = _float(cmp_header["drift"])
+        unwritten = cmp_header.get("unwritten", 0) if n == 2 else 0
         if n == 1 and spec.get("kind") == "distribution" and cmp_header.get("reference_nonfinite"):
             # Outside the operator's domain (negated inputs of a log, x100 that overflows): the
             # reference itself yields NaN/Inf, so nothing here is held against the candidate.
@@ -690,7 +692,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         if both_pass and check.inputs_mutated:
             check.message = "the candidate modified its inputs"
         elif all(s["passed"] for s in per_run[0]):
-            check.message = "the second run on the same inputs differs (state, caching or unwritten elements)"
+            check.message = _second_run_differs(unwritten, drift, bool(ev.report.emulation))
         else:
             bad = next(o for o in check.outputs if not o.passed)
             check.message = bad.problem or ""
@@ -711,6 +713,19 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
     if capture and not check.passed and (not ev.artifacts or ev.captured_bytes < CAPTURE_BUDGET_BYTES):
         _capture(check, spec, reference, first[1], second[1], ev, timeout)
     return None
+
+
+def _second_run_differs(unwritten: int, drift: float | None, emulated: bool) -> str:
+    """Why a candidate right on its first run is wrong on the second, on the same inputs."""
+    if unwritten:
+        return (f"the second run left {unwritten} output elements unwritten (they kept the poison "
+                f"{SENTINEL_POISON:g}): the kernel does not write its whole output")
+    by = f" by up to {drift:.3g}" if drift is not None else ""
+    if emulated:
+        # roles.py: the emulation's second run lets each warp run alone between barriers.
+        return (f"the second run, each warp run alone between barriers, differs from the first{by}: a race "
+                "between warps (a value in shared or global memory read and overwritten with no barrier between)")
+    return f"the second run on the same inputs differs from the first{by}: a race between threads, or state kept between calls"
 
 
 def _capture(check, spec, reference, run1, run2, ev: Evaluation, timeout: float) -> None:

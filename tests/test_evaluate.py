@@ -104,6 +104,19 @@ def test_output_cached_by_shape_fails_the_second_input_set():
     assert not report.checks[1].passed
 
 
+def test_a_second_run_that_differs_says_whether_it_left_elements_unwritten_or_computed_other_values():
+    half_on_second_call = HONEST.replace("        n = a.numel()\n", "        n = a.numel() // (1 + CALLS[0])\n"
+                                         "        CALLS[0] += 1\n").replace("import torch\n", "import torch\nCALLS = [0]\n", 1)
+    seed = evaluate(case_from_sources(REFERENCE, half_on_second_call), "cpu", checks=standard_checks()[:1]).checks[0]
+    assert not seed.passed and "left" in seed.message and "unwritten" in seed.message, seed.message
+    drifting = HONEST.replace("        return out\n", "        CALLS[0] += 1\n        return out + 0.01 * (CALLS[0] % 2 == 0)\n"
+                              ).replace("import torch\n", "import torch\nCALLS = [0]\n", 1)
+    seed = evaluate(case_from_sources(REFERENCE, drifting), "cpu", checks=standard_checks()[:1]).checks[0]
+    assert not seed.passed and "by up to 0.01" in seed.message and "state kept between calls" in seed.message, \
+        seed.message
+    assert "unwritten" not in seed.message
+
+
 def test_input_mutation_fails():
     src = candidate_doing("a.mul_(2.0)\na.div_(2.0)\nb.add_(0.0)\na.add_(1e-3)")
     report = evaluate(case_from_sources(REFERENCE, src), "cpu", checks=standard_checks()[:1])

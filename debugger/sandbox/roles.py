@@ -244,7 +244,11 @@ class ReferenceRole:
             self.previous = None
         nonfinite = sum(int((~torch.isfinite(o)).sum()) for o in self.native
                         if isinstance(o, torch.Tensor) and o.is_floating_point())
-        return {"ok": True, "runs": results, "drift": drift, "reference_nonfinite": nonfinite}, None
+        reply = {"ok": True, "runs": results, "drift": drift, "reference_nonfinite": nonfinite}
+        if header.get("sentinel") is not None:  # elements that kept the poison: never written by this run
+            reply["unwritten"] = sum(int((o == header["sentinel"]).sum()) for o in outs_now
+                                     if isinstance(o, torch.Tensor) and o.is_floating_point())
+        return reply, None
 
     def localise(self, header: dict, blob: bytes) -> tuple[dict, None]:
         """Match the candidate's per-launch buffers against this check's reference intermediates."""
