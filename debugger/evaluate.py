@@ -21,6 +21,7 @@ from debugger.records import CheckResult, ErrorSignature, EvalReport, OutputStat
 from debugger.sandbox import WorkerDied, WorkerTimeout, get_sandbox
 from debugger.sandbox.channel import blob_to_tensors
 
+CRASHED_UNRUN = "not run: the candidate crashed"  # how a check left unrun after repeated crashes begins
 SENTINEL_POISON = -7777.0  # second-run poison: elements equal to it were never written
 # Failing checks' tensors kept for diagnosis, per evaluation: the first always, more while under this
 # (a GPU-sized check is ~0.5 GB: float64 reference, inputs and two runs; diagnosis maps each one).
@@ -265,7 +266,7 @@ def run_evaluation(case: Case, device: str | None = None, *, atol: float | None 
                 if ok:
                     stop = None
                 else:
-                    stop, why = "dead", (f"not run: the candidate crashed or lost its CUDA context {fresh} times")
+                    stop, why = "dead", f"{CRASHED_UNRUN} or lost its CUDA context {fresh} times"
             if stop == "dead" and i + 1 < len(specs):
                 for rest in specs[i + 1:]:
                     report.checks.append(CheckResult(name=rest["name"], kind=rest.get("kind", "seed"), passed=False,

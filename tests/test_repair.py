@@ -174,3 +174,20 @@ def test_a_patch_the_diagnosis_already_proved_is_not_screened_again(tmp_path, mo
     assert result.status == "repaired" and result.iterations == 1
     # evaluate (full), then verify (full) of the experiment-proved patch: no screen on the failing checks
     assert len(calls) == 2, calls
+
+
+def test_stopping_sooner_is_not_progress():
+    """The tie-break on failing checks: an evaluation the reference stopped, or one whose later checks went
+    unrun after the candidate crashed, does not count as failing fewer checks (seen on the H100: a recipe
+    'better' because the reference stopped the evaluation after one check)."""
+    from debugger.repair.nodes import _fewer_failing
+
+    def report(status, failing, unrun=0, message="not run: the candidate crashed or lost its CUDA context 3 times"):
+        checks = [{"passed": False, "status": "runtime_error"}] * failing
+        return {"status": status, "checks": checks + [{"passed": False, "status": "skipped", "message": message}] * unrun}
+
+    best = {"best_report": report("runtime_error", 11)}
+    assert _fewer_failing(best, {"report": report("mismatch", 4)})
+    assert not _fewer_failing(best, {"report": report("invalid_input", 0, 1, "reference failed: CUDA error")})
+    assert not _fewer_failing(best, {"report": report("runtime_error", 3, 8)})
+    assert _fewer_failing(best, {"report": report("runtime_error", 3, 8, "not applicable")})

@@ -14,7 +14,7 @@ from debugger.backends.edits import apply_edits
 from debugger.backends.ranking import diagnosis_features
 from debugger import gpu_check
 from debugger.case import Case, top_level_names
-from debugger.evaluate import repair_checks, run_evaluation
+from debugger.evaluate import CRASHED_UNRUN, repair_checks, run_evaluation
 from debugger.records import verdict_counts
 from debugger.repair.state import RepairState, RunContext
 from debugger.source.edits import source_hash
@@ -416,9 +416,14 @@ def guard(state: RepairState, runtime: Runtime[RunContext]) -> dict:
 
 def _fewer_failing(state: RepairState, v: dict) -> bool:
     """The full report fails fewer checks than the best version's (a runtime error left on one check
-    scores like one on all of them)."""
+    scores like one on all of them). An evaluation the reference stopped (invalid_input) shows nothing of
+    the candidate, and checks left unrun after the candidate crashed count as failed: stopping sooner is
+    not progress."""
     def failed(report):
-        return sum(1 for c in (report or {}).get("checks", []) if not c["passed"] and c["status"] != "skipped")
+        return sum(1 for c in (report or {}).get("checks", []) if not c["passed"] and
+                   (c["status"] != "skipped" or (c.get("message") or "").startswith(CRASHED_UNRUN)))
+    if (v.get("report") or {}).get("status") == "invalid_input":
+        return False
     return failed(v.get("report")) < failed(state.get("best_report"))
 
 
