@@ -261,6 +261,59 @@ def test_a_store_that_stays_put_in_its_loop_is_not_a_rewrite():
     assert any(e["recipe"] == "advance_pointers" and e["result"] == "fixed" for e in d.experiments), d.experiments
 
 
+# A scratch buffer of one value per element, filled only along its first column by one program over the
+# rows (the shape of a real answer's per-class loss), then reduced: the result is NaN, and on a GPU its
+# out-of-bounds loads may crash the run before any output is seen.
+ROW_LOSS_REF = ROWS_REF.replace("torch.softmax(x, dim=-1)", "(x * 2.0).mean()")
+FIRST_COLUMN_ONLY = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_loss_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = rows < n_rows
+    x = tl.load(x_ptr + rows * n_cols, mask=mask, other=0.0)
+    tl.store(out_ptr + rows * n_cols, x * 2.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        scratch = torch.empty_like(x)
+        row_loss_kernel[(1,)](x, scratch, x.shape[0], x.shape[1], BLOCK=64)
+        return scratch.mean()
+'''
+
+
+def test_after_a_gpu_run_without_outputs_the_interpreter_s_probes_decide_the_rewrite():
+    """A GPU run that crashed or did not compile leaves no outputs to map: the probes run on the interpreter
+    (small sizes) and their poisoned buffer, with the NaN it put in the interpreted result, is the evidence."""
+    from types import SimpleNamespace
+
+    from debugger.diagnose.probes import run_probes
+    from debugger.diagnose.rewrite import verdict
+
+    case = _case(FIRST_COLUMN_ONLY, ROW_LOSS_REF)
+    report = evaluate(case, "cpu", checks=[{"name": "seed0", "kind": "seed", "seed": 0}])
+    assert report.status == "mismatch"
+    seen = run_probes(case, report, device="cuda")  # as diagnose calls it after a GPU run
+    assert seen["interpreter"] and seen["result_nan"], seen
+    assert seen["buffers"][0]["stored"] < seen["buffers"][0]["elements"] / 2, seen["buffers"]
+    crashed = SimpleNamespace(experiments=[], probes=seen, error_maps={})  # a crash leaves no error maps
+    found = verdict(crashed, FIRST_COLUMN_ONLY, [])
+    assert found["reason"] == "no_store_reaches_most_of_the_output", found
+    assert "(probes on the interpreter)" in found["evidence"][0]
+    assert verdict(SimpleNamespace(experiments=[], probes=dict(seen, result_nan=False), error_maps={}),
+                   FIRST_COLUMN_ONLY, []) is None  # stores that miss without poisoning the result decide nothing
+
+
 # ---- the ranking follows the run's evidence -----------------------------------------------------
 
 

@@ -166,6 +166,10 @@ def _pipeline_only(diag: Diagnosis, report, layouts: list[str] | None = None) ->
 HOST_SIDE_SCORE = 5.0
 
 
+# Seconds per request for the probes' interpreted run after a GPU run: evidence, not worth a stalled diagnosis.
+GPU_PROBE_SECONDS = 60.0
+
+
 def _host_side(diag: Diagnosis, case: Case, timeout: float) -> None:
     """A CUDA candidate on the CPU: its kernels cannot run, its constructor can. Where ModelNew starts
     with other tensors than Model under KernelBench's seed, that is diagnosed (parameter_init, host side
@@ -260,9 +264,10 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     diag.recipe_sites = [{"recipe": p.recipe, "bug_class": p.bug_class, "lines": p.sites,
                           "description": p.description, "tag": static.RECIPE_TAGS.get(p.recipe)} for p in patches]
     families = static.reference_families(case.reference_src)
-    if probes and device == "cpu" and report.failed_checks:
+    if probes and report.failed_checks:  # on a GPU too: the interpreter shows what a crashed kernel's stores reach
         from debugger.diagnose.probes import run_probes
-        diag.probes = run_probes(case, report, timeout=timeout)
+        diag.probes = run_probes(case, report, timeout=timeout if device == "cpu" else min(timeout, GPU_PROBE_SECONDS),
+                                 device=device)
     compiled = not (device == "cuda" and compile_fails)  # a kernel that never compiled ran nothing to look at
     if localise and report.failed_checks and compiled:
         from debugger.diagnose.localisation import run_localisation

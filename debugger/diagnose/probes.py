@@ -149,9 +149,14 @@ def instrument(src: str, kernel: str | None = None) -> str | None:
     return out.decode() + PRELUDE + "\n_kdebug_watch_grids()\n"
 
 
-def run_probes(case, report, timeout: float = 120.0, kernel: str | None = None) -> dict:
-    """Run the instrumented copy (every kernel, or only `kernel`) on the first failing check;
-    summarise what the probes saw."""
+def run_probes(case, report, timeout: float = 120.0, kernel: str | None = None, device: str = "cpu") -> dict:
+    """Run the instrumented copy (every kernel, or only `kernel`) on the first failing check, on the CPU
+    interpreter; summarise what the probes saw.
+
+    `device`: where `report` ran. After a GPU run the probes still run on the interpreter, at kdebug's
+    small sizes (a GPU's sizes take the interpreter minutes): they are how a kernel that crashed or did
+    not compile there shows which elements its stores reach. `result_nan` says the interpreted run's
+    output held NaN where the reference's did not (the poison reaching the result)."""
     from debugger.evaluate import run_evaluation
 
     instrumented = instrument(case.candidate_src, kernel)
@@ -159,10 +164,18 @@ def run_probes(case, report, timeout: float = 120.0, kernel: str | None = None) 
     if instrumented is None or not failing:
         return {}
     spec = dict(failing[0].spec, probes=True)
-    ev = run_evaluation(case.with_candidate(instrumented), "cpu", checks=[spec], timeout=timeout)
+    sizes = "published"
+    if device != "cpu":
+        sizes = "small"
+        if spec.pop("plan_shapes", False):  # the GPU's own reduced sizes: the CPU plans its own
+            spec.pop("shapes", None)
+    ev = run_evaluation(case.with_candidate(instrumented), "cpu", checks=[spec], timeout=timeout, sizes=sizes)
     obs = ev.observations.get(spec["name"], {})
     summary = obs.get("probes") or {}
     if not summary:
         return {"error": ev.report.message} if ev.report.status != "mismatch" else {}
     summary["check"] = spec["name"]
+    if device != "cpu":
+        summary["interpreter"] = True
+        summary["result_nan"] = any(o.nan_mismatch for c in ev.report.checks for o in c.outputs)
     return summary

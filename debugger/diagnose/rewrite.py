@@ -110,7 +110,8 @@ def verdict(diag, src: str, untried: list[dict]) -> dict | None:
     unwritten = [m for m in maps if "mostly_unwritten" in m.get("symptoms", []) or
                  "none_written" in m.get("symptoms", [])]
     poisoned = [b for b in probes.get("buffers", []) if b["stored"] < 0.5 * b["elements"]]
-    nan_out = any("nan_in_output" in m.get("symptoms", []) for m in maps)
+    # After a GPU crash there are no outputs: the probes' interpreted run shows where the poison went.
+    nan_out = any("nan_in_output" in m.get("symptoms", []) for m in maps) or bool(probes.get("result_nan"))
     if unwritten:  # (integer outputs carry no poison: one floating output mostly unwritten is enough)
         from debugger.diagnose.errormap import describe_coverage
 
@@ -121,7 +122,7 @@ def verdict(diag, src: str, untried: list[dict]) -> dict | None:
         b = poisoned[0]
         evidence.append(f"{b['kernel']}'s stores reach {b['stored']} of the {b['elements']} elements of its "
                         f"argument {b['arg']}; the rest keeps the allocation's poison, which reaches the result "
-                        "as NaN")
+                        "as NaN" + (" (probes on the interpreter)" if probes.get("interpreter") else ""))
     else:
         return None
     if _restores_coverage(untried, src):
