@@ -38,6 +38,7 @@ def test_answers_an_earlier_run_judged_are_left_out(tmp_path):
     rows.write_text('{"name": "a", "kernelbench": {"verdict": "reject"}}\n'
                     '{"name": "b", "kernelbench": {"verdict": "timeout"}}\n')
     assert real_static.judged_names([rows]) == {"a"}
+    assert real_static.judged_names([rows], timed_out=True) == {"a", "b"}  # the CPU would run out of time again
     answers = [{"name": n} for n in "abc"]
     assert [a["name"] for a in real_static.select(answers, skip={"a"})] == ["b", "c"]
 

@@ -93,13 +93,15 @@ def judge(answer: dict, policy: str) -> dict:
             "warnings": sorted({f.rule for f in findings if f.severity != REJECT})}
 
 
-def judged_names(paths: list[Path]) -> set[str]:
-    """Names of the answers the rows of these JSONL files judged (accept or reject under some policy)."""
+def judged_names(paths: list[Path], timed_out: bool = False) -> set[str]:
+    """Names of the answers the rows of these JSONL files judged (accept or reject under some policy; with
+    `timed_out`, those that ran out of time too: on the CPU they would again)."""
+    verdicts = ("accept", "reject", "timeout") if timed_out else ("accept", "reject")
     names = set()
     for path in paths:
         for line in path.read_text().splitlines():
             row = json.loads(line) if line.strip() else {}
-            if any(isinstance(v, dict) and v.get("verdict") in ("accept", "reject") for v in row.values()):
+            if any(isinstance(v, dict) and v.get("verdict") in verdicts for v in row.values()):
                 names.add(row["name"])
     return names
 
@@ -211,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, help="only N answers, spread evenly over the selection")
     parser.add_argument("--skip-judged", type=Path, nargs="*", default=[], metavar="JSONL",
                         help="leave out the answers these rows (an earlier run's --jsonl) judged")
+    parser.add_argument("--skip-timed-out", action="store_true",
+                        help="with --skip-judged, leave out the answers those rows ran out of time on too")
     parser.add_argument("--jobs", type=int, default=1, help="answers judged side by side (with --dynamic)")
     parser.add_argument("--deadline", type=float, help="seconds the whole --dynamic run may take: each answer "
                                                        "gets what is left, none starts with under --min-left")
@@ -223,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args.real, policies, dynamic=args.dynamic, device=args.device, timeout=args.timeout,
                  jsonl=args.jsonl, match=args.match, shard=args.shard, sample=args.sample, jobs=args.jobs,
                  deadline=args.deadline, sizes=args.sizes, min_left=args.min_left,
-                 skip=judged_names(args.skip_judged))
+                 skip=judged_names(args.skip_judged, timed_out=args.skip_timed_out))
     print(json.dumps(result, indent=2, default=str) if args.json else markdown(result))
     return 0
 
