@@ -113,6 +113,28 @@ def test_a_sum_over_per_block_partials_is_light_and_the_same_sum_over_the_input_
     assert "share of the work" in work_text(m.summary())
 
 
+def test_a_norm_s_statistics_in_pytorch_reject_under_kernelbench_only_with_a_real_share_of_the_work():
+    """A dense block (opus level3/14, recorded correct): the convolutions stay in cuDNN, the batch statistics
+    in PyTorch, the normalisation and ReLU in the kernel - a piece of BatchNorm, but a sliver of the work. The
+    same statistics where the reference is the norm alone are most of its work (a cheat of the corpus)."""
+    x = [[8, 32, 28, 28]]
+    stats = [_entry("mean.dim", x, [[1, 32, 1, 1]]), _entry("var.correction", x, [[1, 32, 1, 1]])]
+    norm = _entry("native_batch_norm.default", x, x)
+    block = {"ops": [_entry("convolution.default", x, x, flops=2 * 8 * 32 * 28 * 28 * 32 * 9), norm,
+                     _entry("relu.default", x, x)], "operator_inputs": x, "operator_outputs": x}
+    kept_conv = {"ops": [_entry("convolution.default", x, x, flops=2 * 8 * 32 * 28 * 28 * 32 * 9), *stats],
+                 "operator_inputs": x, "operator_outputs": x}
+    m = measure(kept_conv, block, launches=1)
+    assert {o.op for o in m.heavy if o.key not in m.reference_keys} == {"mean.dim", "var.correction"}
+    found = judge(m, "kernelbench")
+    assert [f for f in found if f.severity == REJECT] == [], [f.message for f in found]
+    assert any("a piece of an operation the candidate claims" in f.message for f in found)
+    assert "torch_compute" in {f.rule for f in judge(m, "strict") if f.severity == REJECT}
+    alone = measure({"ops": stats, "operator_inputs": x, "operator_outputs": x},
+                    {"ops": [norm], "operator_inputs": x, "operator_outputs": x}, launches=1)
+    assert "torch_compute" in {f.rule for f in judge(alone, "kernelbench") if f.severity == REJECT}
+
+
 def test_the_last_reduction_of_what_the_kernels_wrote_is_light_but_redoing_the_reference_on_it_is_not():
     mse = {"ops": [_entry("sub.Tensor", [[64, 200], [64, 200]], [[64, 200]]),
                    _entry("pow.Tensor_Scalar", [[64, 200]], [[64, 200]]), _entry("mean.default", [[64, 200]], [[]])],
