@@ -24,12 +24,13 @@ def failed(*names: str) -> list[CheckResult]:
 
 
 def test_kernelbench_reports_what_the_task_never_produces_and_strict_rejects_it():
-    checks = failed("noncontiguous", "negated", "x100", "seed1")
+    checks = failed("noncontiguous", "negated", "x100", "seed1", "hidden_shape1", "hidden_seed1009")
     rejecting, notes = robustness_split(checks, RAND_REF, "kernelbench")
-    assert [c.name for c in rejecting] == ["seed1"]
+    assert [c.name for c in rejecting] == ["seed1", "hidden_seed1009"]  # other values at the task's size reject
     assert any("assumes contiguous inputs" in n for n in notes) and any("negated" in n for n in notes)
+    assert any("smaller size than the task's" in n for n in notes)  # KernelBench's task has one size
     rejecting, notes = robustness_split(checks, RAND_REF, "strict")
-    assert len(rejecting) == 4 and notes == []
+    assert len(rejecting) == 6 and notes == []
 
 
 def test_a_distribution_or_layout_the_task_itself_produces_still_rejects():
