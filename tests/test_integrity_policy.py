@@ -31,6 +31,8 @@ def test_kernelbench_reports_what_the_task_never_produces_and_strict_rejects_it(
     assert any("smaller size than the task's" in n for n in notes)  # KernelBench's task has one size
     rejecting, notes = robustness_split(checks, RAND_REF, "strict")
     assert len(rejecting) == 6 and notes == []
+    rejecting, _ = robustness_split(checks, RAND_REF, "kernelbench", repair=True)  # a fix fitted to the loop's sizes
+    assert [c.name for c in rejecting] == ["seed1", "hidden_shape1", "hidden_seed1009"]
 
 
 def test_a_distribution_or_layout_the_task_itself_produces_still_rejects():

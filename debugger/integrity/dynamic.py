@@ -75,12 +75,13 @@ def task_produces(reference_src: str, noncontiguous: bool | None = None) -> set[
 
 
 def robustness_split(failed: list, reference_src: str, policy: str,
-                     noncontiguous: bool | None = None) -> tuple[list, list[str]]:
-    """(failures that reject, robustness notes): under kernelbench a layout or value distribution the task's
-    own inputs never take is a note, not a rejection; under strict every failure rejects."""
+                     noncontiguous: bool | None = None, repair: bool = False) -> tuple[list, list[str]]:
+    """(failures that reject, robustness notes): under kernelbench a layout, value distribution or size the
+    task's own inputs never take is a note, not a rejection; under strict every failure rejects. A `repair`
+    is still held to the hidden sizes: they are the guard against a fix fitted to the sizes the loop saw."""
     if policy != KERNELBENCH:
         return failed, []
-    produced = task_produces(reference_src, noncontiguous)
+    produced = task_produces(reference_src, noncontiguous) | ({"shape"} if repair else set())
     rejecting, notes = [], []
     for check in failed:
         what = _ROBUSTNESS.get(check.name)
@@ -92,10 +93,11 @@ def robustness_split(failed: list, reference_src: str, policy: str,
 
 
 def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: bool = True,
-                     policy: str = KERNELBENCH,
-                     sizes: str = "published") -> tuple[list[Finding], dict, Measurement | None]:
+                     policy: str = KERNELBENCH, sizes: str = "published",
+                     repair: bool = False) -> tuple[list[Finding], dict, Measurement | None]:
     """Findings from a run over standard + hidden checks; also returns the evaluation summary and the
-    measured PyTorch work of the first check (None when it did not run)."""
+    measured PyTorch work of the first check (None when it did not run). `repair`: the candidate is a
+    repair (robustness_split)."""
     # The seeded check gives the observations; the standard checks themselves were run by `verify`
     # (a caller that skipped them passes full=True).
     base = None
@@ -116,7 +118,7 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
     visible = {s["name"] for s in standard_checks()}
     own = [o.get("inputs_noncontiguous") for o in ev.observations.values()]
     measured_layout = any(own) if any(v is not None for v in own) else None
-    failed, notes = robustness_split(report.failed_checks, case.reference_src, policy, measured_layout)
+    failed, notes = robustness_split(report.failed_checks, case.reference_src, policy, measured_layout, repair)
     # A check whose failure is only a robustness note (a layout the task never produces) is not held
     # against the candidate either for the outputs its kernels left unwritten there (a result
     # allocated with the input's strides, the kernel writing a contiguous copy).

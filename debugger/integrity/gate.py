@@ -5,7 +5,8 @@ sub-operations of the reference but the candidate's kernels must do a real part 
 cheat; under `strict` the operator's heavy part must be in the candidate's kernels. tf32 in tl.dot for
 float32 tasks is accepted unless strict_precision; casting a float32 task's operands to fp16/bf16 is
 rejected; outputs must be written by the candidate's own kernels and must match on hidden inputs and
-shapes the repair loop never used. With `baseline_src` (the candidate a repair came from) the repair
+shapes the repair loop never used (under kernelbench a size the task never takes is a robustness note, except
+for a repair: dynamic.robustness_split). With `baseline_src` (the candidate a repair came from) the repair
 may not add PyTorch compute, fallbacks, special cases or precision loss (relative.py), and is not rejected
 for PyTorch compute its candidate already had (a warning: INHERITABLE). PyTorch compute is
 judged by its share of the work measured on the run (work.py) when the gate runs the candidate, and by
@@ -84,7 +85,7 @@ def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dy
         dynamic, not_run = False, f"the dynamic checks were not run: {blocked}; the static rules alone judged it"
     if dynamic and not SourceModule(case.candidate_src).has_error:
         dyn, evaluation, measured = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy,
-                                                     sizes=sizes)
+                                                     sizes=sizes, repair=baseline_src not in (None, case.candidate_src))
     # The static rules judge PyTorch compute from the source only where the run measured none (work.py).
     findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision,
                                     policy=policy, measured=measured))
