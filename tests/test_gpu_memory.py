@@ -21,6 +21,22 @@ def test_memory_held_by_other_processes_is_their_doing():
     assert "other processes held" in crowded_out(SHARED)
 
 
+def test_a_workers_error_keeps_every_process_of_an_out_of_memory_message():
+    """The worker's one-line error was cut at 500 characters: with five processes on the GPU the accounting
+    crowded_out reads was gone, and a reference crowded out by the other jobs read as failing on its own inputs
+    (run24 on the H100: the right fix of elu_linear reverted as 'worse')."""
+    import torch
+
+    from debugger.sandbox.roles import _error
+
+    # as the H100 printed it beside three pool jobs: a dozen processes
+    crowded = SHARED.removeprefix("OutOfMemoryError: ").replace(
+        "Process 2611", " ".join(f"Process {1036 + i} has 4.96 GiB memory in use." for i in range(12)) + " Process 2611")
+    error = _error(torch.OutOfMemoryError(crowded), "forward")["error"]
+    assert len(error) > 500 and crowded_out(error) is not None
+    assert len(_error(RuntimeError("x" * 2000), "forward")["error"]) == 500
+
+
 def test_a_runs_own_allocation_is_not_excused():
     assert held_by_others(OWN) < 1 << 30
     assert crowded_out(OWN) is None

@@ -18,16 +18,23 @@ from pathlib import Path
 import torch
 
 from debugger import compare, inputs
+from debugger.gpu_memory import is_out_of_memory
 from debugger.sandbox import channel
 from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, overlaps, written_by_launch
 from debugger.sandbox.work import TopLevelCalls, WorkLog
+
+
+OUT_OF_MEMORY_MESSAGE_CHARS = 4000
 
 
 def _error(e: BaseException, stage: str) -> dict:
     tb = traceback.format_exception(type(e), e, e.__traceback__)
     kind = "compile_error" if "CompilationError" in type(e).__name__ else "runtime_error"
     last = str(e).strip().splitlines()
-    msg = f"{type(e).__name__}: {last[-1] if last else ''}"[:500]
+    msg = f"{type(e).__name__}: {last[-1] if last else ''}"
+    # An out-of-memory message names every process's use after the first 500 characters on a crowded GPU, and
+    # gpu_memory.crowded_out needs all of it: cut there, a reference crowded out read as failing on its inputs.
+    msg = msg[:OUT_OF_MEMORY_MESSAGE_CHARS if is_out_of_memory(msg) else 500]
     return {"ok": False, "status": kind, "stage": stage, "error": msg, "traceback": "".join(tb[-6:])[-4000:]}
 
 
