@@ -191,3 +191,29 @@ def test_stopping_sooner_is_not_progress():
     assert not _fewer_failing(best, {"report": report("invalid_input", 0, 1, "reference failed: CUDA error")})
     assert not _fewer_failing(best, {"report": report("runtime_error", 3, 8)})
     assert _fewer_failing(best, {"report": report("runtime_error", 3, 8, "not applicable")})
+
+
+def test_a_proposal_whose_reference_fails_on_a_gpu_is_evaluated_again(monkeypatch):
+    """The reference ran these inputs in the loop's first evaluation: failing on a proposal's evaluation, on a
+    GPU, is the device's doing (run24 on the H100: crowded out by the other jobs), so the evaluation runs once
+    more before the proposal is judged; on the CPU the first answer stands."""
+    from types import SimpleNamespace
+
+    import debugger.repair.nodes as nodes
+
+    answers = []
+
+    def evaluation(case, device, **kw):
+        answers.append(device)
+        status = "invalid_input" if len(answers) == 1 else "mismatch"
+        return SimpleNamespace(report=SimpleNamespace(status=status, message="reference fails on its own inputs"))
+
+    monkeypatch.setattr(nodes, "run_evaluation", evaluation)
+    monkeypatch.setattr(nodes.time, "sleep", lambda s: None)
+    said = []
+    gpu = SimpleNamespace(device="cuda", say=said.append)
+    assert nodes._proposal_evaluation(gpu, None, checks=[]).report.status == "mismatch" and len(answers) == 2
+    assert "evaluating again" in said[0]
+    answers.clear()
+    assert nodes._proposal_evaluation(SimpleNamespace(device="cpu", say=said.append), None).report.status == "invalid_input"
+    assert len(answers) == 1
