@@ -123,6 +123,12 @@ def _chunks(cand: torch.Tensor, ref: torch.Tensor, floor: torch.Tensor | None):
                f_flat[start:end] if f_flat is not None else None)
 
 
+def count_equal(t: torch.Tensor, value: float) -> int:
+    """Elements of `t` equal to `value`, slice by slice (no mask the size of a 2^31-element output)."""
+    flat = t.reshape(-1)
+    return sum(int((flat[i:i + CHUNK_ELEMENTS] == value).sum()) for i in range(0, flat.numel(), CHUNK_ELEMENTS))
+
+
 def max_difference(a: list, b: list) -> float:
     """Largest elementwise |a - b| over two output lists (NaN-aware: same NaNs count as equal)."""
     worst = 0.0

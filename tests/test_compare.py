@@ -43,6 +43,7 @@ def test_comparisons_slice_by_slice_say_what_whole_tensor_comparisons_say(monkey
     monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 7)  # 65 elements: ten slices, the last one short
     sliced = _figures(compare, cand, ref, floor)
     assert sliced == whole
+    assert compare.count_equal(ref, float(ref.reshape(-1)[8])) == int((ref == ref.reshape(-1)[8]).sum()) >= 1
     # a non-contiguous candidate and a 0-d output slice the same way
     assert compare.output_stats(0, cand.t().contiguous().t(), ref, torch.float32, 1e-4, 1e-4) == whole["stats"]
     assert compare.output_stats(0, torch.tensor(1.5), torch.tensor(1.0), torch.float32, 1e-4, 1e-4)["first_wrong"] == []

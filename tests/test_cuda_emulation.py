@@ -383,11 +383,10 @@ def test_kb_repair_on_the_cpu_fixes_a_cuda_answer_whose_only_fault_is_its_parame
     assert result.bug_class == "parameter_init" and result.iterations == 1
     assert result.verdict["verdict"] == "accept"
     assert [h["outcome"] for h in result.history] == ["fixed", "hardened"], result.history
-    final = evaluate(case.with_candidate(result.repaired_src), "cpu", semantics="kernelbench")
-    assert final.status == "pass" and final.emulation
-    # x made contiguous where it enters the extension: the layouts the task never draws pass too
-    assert final.verdicts["kernel"]["status"] == "pass", final.verdicts
+    # x made contiguous where it enters the extension: the layouts the task never draws pass too (the loop's
+    # full evaluation of the hardened version; a separate one here cost CI about 12 s)
     assert result.history[-1]["origin"] == "harden" and result.history[-1]["recipe"] == "cuda_contiguous_inputs"
+    assert result.history[-1]["message"].endswith("-> none") and result.history[-1]["status"] == "pass", result.history
     assert "x = x.contiguous()" in result.repaired_src
 
 

@@ -252,8 +252,9 @@ class ReferenceRole:
         nonfinite = sum(int((~torch.isfinite(o)).sum()) for o in self.native
                         if isinstance(o, torch.Tensor) and o.is_floating_point())
         reply = {"ok": True, "runs": results, "drift": drift, "reference_nonfinite": nonfinite}
-        if header.get("sentinel") is not None:  # elements that kept the poison: never written by this run
-            reply["unwritten"] = sum(int((o == header["sentinel"]).sum()) for o in outs_now
+        if header.get("sentinel") is not None and not all(st["passed"] for st in results[0]):
+            # elements that kept the poison: never written by this run
+            reply["unwritten"] = sum(compare.count_equal(o, header["sentinel"]) for o in outs_now
                                      if isinstance(o, torch.Tensor) and o.is_floating_point())
         return reply, None
 
