@@ -10,7 +10,7 @@ from debugger.case import case_from_sources, load_case
 from debugger.errors import InvalidInput
 from debugger.evaluate import evaluate, quick_checks, standard_checks
 
-from tests.test_sandbox import HONEST, REFERENCE, candidate_doing
+from tests.test_sandbox import ADD_ONE_REF, HONEST, REFERENCE, candidate_doing
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -395,24 +395,6 @@ class ModelNew(nn.Module):
 
 # The same kernel with an inline PTX statement, which kdebug's CPU emulation of CUDA does not run.
 CUDA_PTX_ADD_ONE = CUDA_ADD_ONE.replace("if (i < n) y[i]", 'asm volatile("" ::: "memory");\n    if (i < n) y[i]')
-
-ADD_ONE_REF = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return x + 1
-
-
-def get_inputs():
-    return [torch.randn(64)]
-
-
-def get_init_inputs():
-    return []
-'''
 
 
 def test_a_cuda_candidate_the_cpu_cannot_emulate_is_not_judged_and_the_repair_changes_nothing(tmp_path):

@@ -188,20 +188,24 @@ def test_kernelbench_trials_run_candidate_and_reference_side_by_side(monkeypatch
         assert cand_start - 0.01 <= ref_start < cand_end - 0.3, name  # the reference began before the candidate ended
 
 
-ORPHAN_REF = """
+# The add-one task (tests/test_evaluate.py and the CUDA tests use it too).
+ADD_ONE_REF = '''
 import torch
 import torch.nn as nn
+
 
 class Model(nn.Module):
     def forward(self, x):
         return x + 1
 
+
 def get_inputs():
-    return [torch.randn(8)]
+    return [torch.randn(64)]
+
 
 def get_init_inputs():
     return []
-"""
+'''
 
 # Busy for good once called: as an emulated kernel hours from its end would be.
 ORPHAN_CAND = """
@@ -219,7 +223,7 @@ class ModelNew(nn.Module):
 ORPHAN_RUN = f"""
 from debugger.case import case_from_sources
 from debugger.evaluate import evaluate, standard_checks
-evaluate(case_from_sources({ORPHAN_REF!r}, {ORPHAN_CAND!r}), "cpu", checks=[standard_checks()[0]], timeout=600)
+evaluate(case_from_sources({ADD_ONE_REF!r}, {ORPHAN_CAND!r}), "cpu", checks=[standard_checks()[0]], timeout=600)
 """
 
 
