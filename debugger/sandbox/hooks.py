@@ -199,6 +199,11 @@ class LaunchRecorder:
                 recorder.launches.append({"kernel": name, "tensors": [list(storage_span(a)) for a in tensors]})
                 if type(self).__name__ == "InterpretedFunction":
                     recorder.note_interpreted(self, name, args, kwargs)
+                    from debugger.sandbox.duplicate_programs import narrowed_grid
+                    grid = narrowed_grid(self, args, kwargs)
+                    if grid is not None:  # copies of each program on axes no program reads: one runs
+                        recorder.launches[-1]["grid_given"] = str(kwargs["grid"])
+                        kwargs = {**kwargs, "grid": grid}
                 index = len(recorder.launches) - 1
                 before = recorder._snapshot(tensors) if recorder.capture_writes else None
                 recorder.in_kernel += 1
