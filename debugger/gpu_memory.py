@@ -26,7 +26,8 @@ def _bytes(value: str, unit: str) -> float:
 
 
 def is_out_of_memory(message: str | None) -> bool:
-    return bool(message) and ("OutOfMemoryError" in message or "CUDA out of memory" in message)
+    return bool(message) and ("OutOfMemoryError" in message or "CUDA out of memory" in message
+                              or "CUDA error: out of memory" in message)  # the allocator's, or the driver's
 
 
 # Any run out of memory, in PyTorch's words (GPU or CPU), the C++ allocator's, or kdebug's own for a crowded-out run.

@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per case")
     ap.add_argument("--build-only", action="store_true", help="build every repair, time nothing (a first command)")
     ap.add_argument("--resume", action="store_true", help="keep OUT/rows.jsonl's rows and time only the rest")
+    ap.add_argument("--skip-build", action="store_true",
+                    help="time at once: the builds are in the extensions cache already (a --build-only command ran)")
     opts = ap.parse_args(argv)
     if not opts.dir.is_dir():
         print(f"real_repair_timing: {opts.dir} is not a folder", file=sys.stderr)
@@ -130,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         if not late():
             built[folder] = build(folder, opts.originals, opts.timeout)
             print(f"  built {folder.name}: {built[folder]}", file=sys.stderr)
-    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        list(pool.map(one_build, todo))
+    if not opts.skip_build:
+        with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+            list(pool.map(one_build, todo))
     if opts.build_only:
         return 0
     ceilings = measure_ceilings(opts.timeout) if todo and not late() else {}

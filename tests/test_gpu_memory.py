@@ -2,7 +2,7 @@
 use a runtime error (the messages are PyTorch's, as the H200 printed them in run 5 of 2026-12-04)."""
 from debugger.case import case_from_sources
 from debugger.evaluate import evaluate, standard_checks
-from debugger.gpu_memory import crowded_out, held_by_others
+from debugger.gpu_memory import crowded_out, held_by_others, is_out_of_memory
 
 SHARED = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of "
           "139.80 GiB of which 19.25 MiB is free. Process 2328 has 64.73 GiB memory in use. Process 2334 has "
@@ -35,6 +35,25 @@ def test_a_workers_error_keeps_every_process_of_an_out_of_memory_message():
     error = _error(torch.OutOfMemoryError(crowded), "forward")["error"]
     assert len(error) > 500 and crowded_out(error) is not None
     assert len(_error(RuntimeError("x" * 2000), "forward")["error"]) == 500
+
+
+def test_a_cuda_errors_one_line_is_the_error_not_pytorchs_advice():
+    """torch.AcceleratorError's text ends with advice every CUDA error carries; the H100 pool run of TritonBench
+    reported four answers and a reference as 'AcceleratorError: Compile with `TORCH_USE_CUDA_DSA`...',
+    which says nothing of what failed."""
+    import torch
+
+    from debugger.sandbox.roles import _error
+
+    advice = ("CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+              "below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+              "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+    error_type = getattr(torch, "AcceleratorError", RuntimeError)
+    illegal = _error(error_type("CUDA error: an illegal memory access was encountered\n" + advice), "forward")
+    assert illegal["error"].endswith(": CUDA error: an illegal memory access was encountered")
+    oom = _error(error_type("CUDA error: out of memory\n" + advice), "forward")["error"]
+    assert oom.endswith("CUDA error: out of memory") and is_out_of_memory(oom)
+    assert crowded_out(oom) is None  # the driver's error names no process: nothing to excuse it with
 
 
 def test_a_runs_own_allocation_is_not_excused():

@@ -27,10 +27,16 @@ from debugger.sandbox.work import TopLevelCalls, WorkLog
 OUT_OF_MEMORY_MESSAGE_CHARS = 4000
 
 
+# Lines PyTorch appends to every CUDA error (torch.AcceleratorError): the error itself is the line before them.
+_CUDA_ERROR_ADVICE = ("CUDA kernel errors might be asynchronously reported", "For debugging consider passing",
+                      "Compile with `TORCH_USE_CUDA_DSA`", "Device-side assertion tracking was not enabled",
+                      "Search for `cuda")
+
+
 def _error(e: BaseException, stage: str) -> dict:
     tb = traceback.format_exception(type(e), e, e.__traceback__)
     kind = "compile_error" if "CompilationError" in type(e).__name__ else "runtime_error"
-    last = str(e).strip().splitlines()
+    last = [ln for ln in str(e).strip().splitlines() if ln.strip() and not ln.strip().startswith(_CUDA_ERROR_ADVICE)]
     msg = f"{type(e).__name__}: {last[-1] if last else ''}"
     # An out-of-memory message names every process's use after the first 500 characters on a crowded GPU, and
     # gpu_memory.crowded_out needs all of it: cut there, a reference crowded out read as failing on its inputs.
