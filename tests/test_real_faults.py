@@ -313,6 +313,29 @@ def test_after_a_gpu_run_without_outputs_the_interpreter_s_probes_decide_the_rew
     assert verdict(SimpleNamespace(experiments=[], probes=dict(seen, result_nan=False), error_maps={}),
                    FIRST_COLUMN_ONLY, []) is None  # stores that miss without poisoning the result decide nothing
 
+    # On the H100 a recipe that made such a kernel compile counted as "better" and held the verdict back for
+    # four iterations: a fix after which every check still gets most of the output wrong does not.
+    ran_wrong = {"recipe": "unify_branch_types", "bug_class": "gpu_incompatible", "result": "better",
+                 "mostly_wrong": True}
+    assert verdict(SimpleNamespace(experiments=[ran_wrong], probes=seen, error_maps={}), FIRST_COLUMN_ONLY, [])
+    helped = dict(ran_wrong, mostly_wrong=False)
+    assert verdict(SimpleNamespace(experiments=[helped], probes=seen, error_maps={}), FIRST_COLUMN_ONLY, []) is None
+
+
+def test_an_experiment_says_whether_the_kernel_it_made_still_gets_most_of_the_output_wrong():
+    from debugger.diagnose.experiments import run_experiments
+    from debugger.recipes.base import Patch
+
+    raising = FIRST_COLUMN_ONLY.replace("x.shape[0], x.shape[1], BLOCK=64", "x.shape[0], BLOCK=64")
+    case = _case(raising, ROW_LOSS_REF)
+    report = evaluate(case, "cpu", checks=[{"name": "seed0", "kind": "seed", "seed": 0}])
+    assert report.status == "runtime_error"
+    every_row = FIRST_COLUMN_ONLY.replace("return scratch.mean()", "return (x * 2.0).mean()")
+    found = run_experiments(case, report, [Patch("argument_fix", "pass n_cols", FIRST_COLUMN_ONLY, [30], "other"),
+                                           Patch("argument_fix", "use every row", every_row, [30], "other")],
+                            ["other"], device="cpu")
+    assert [(e["result"], e["mostly_wrong"]) for e in found] == [("worse", True), ("fixed", False)], found
+
 
 # ---- the ranking follows the run's evidence -----------------------------------------------------
 
@@ -394,7 +417,8 @@ def test_experiments_follow_every_scored_class_and_take_each_recipe_in_turn(monk
     assert orders and "pointer_advance" in orders[0], orders
     tried = []
     monkeypatch.setattr(experiments, "evaluate", lambda case, *a, **kw: tried.append(case.candidate_src) or
-                        SimpleNamespace(status="mismatch", failed_checks=[1], message=""))
+                        SimpleNamespace(status="mismatch", failed_checks=[SimpleNamespace(status="mismatch", frac_wrong=1.0)],
+                                        checks=[], message=""))
     sites = [("fix_mask_bound", "mask_missing")] * 3 + [("broadcast_axis", "broadcast_axis")]
     patches = [SimpleNamespace(recipe=r, bug_class=c, new_src=f"{r}{i}", description="", sites=[])
                for i, (r, c) in enumerate(sites)]

@@ -17,6 +17,13 @@ def failing_specs(report) -> list[dict]:
     return [dict(c.spec) for c in report.failed_checks if c.spec]
 
 
+def _mostly_wrong(rep) -> bool:
+    """Every check the evaluation ran fails, each with most of its output wrong."""
+    failing = rep.failed_checks
+    return rep.status == "mismatch" and bool(failing) and not any(c.passed and rep.counts(c) for c in rep.checks) \
+        and all(c.status == "mismatch" and (c.frac_wrong or 0.0) > 0.5 for c in failing)
+
+
 def run_experiments(case: Case, report, patches: list, order: list[str], *, device: str, budget: int = 6,
                     timeout: float = 60.0, seconds: float | None = None,
                     scores: dict[str, float] | None = None) -> list[dict]:
@@ -53,6 +60,9 @@ def run_experiments(case: Case, report, patches: list, order: list[str], *, devi
             else "no_change" if failed == baseline and rep.status == report.status else "worse"
         results.append({"recipe": patch.recipe, "bug_class": patch.bug_class, "description": patch.description,
                         "lines": patch.sites, "result": result, "status": rep.status,
+                        # every check it ran still fails on most of the output (a compile fix that lets a
+                        # kernel run which computes little of it): "better" says nothing of coverage
+                        "mostly_wrong": _mostly_wrong(rep),
                         "message": (rep.message or "")[:400],
                         # what was patched and into what: the repair loop need not screen this patch again
                         "base_hash": source_hash(case.candidate_src), "patch_hash": source_hash(patch.new_src)})

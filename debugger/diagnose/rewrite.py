@@ -82,7 +82,9 @@ def verdict(diag, src: str, untried: list[dict]) -> dict | None:
     while one of a coverage class is left.
     """
     exps = diag.experiments or []
-    if any(e["result"] in ("fixed", "better") for e in exps):
+    # an experiment that helps rules the verdict out, unless all it changed was to let a kernel run (or
+    # fail fewer checks) that still gets most of every output wrong: the coverage evidence stands then
+    if any(e["result"] == "fixed" or (e["result"] == "better" and not e.get("mostly_wrong")) for e in exps):
         return None
     maps = _seed_maps(diag.error_maps)
     probes = diag.probes or {}
