@@ -4,10 +4,11 @@ Real answers (fact `cuda_reads_running_stats`) hand `bn.running_mean`, `bn.runni
 to an extension function whose kernel normalises with them (eval mode) while KernelBench runs the
 model in train mode. The fix, in the answer's own extension (the load_inline whose `functions=[...]`
 binds the function forward calls):
-- the CUDA source gains `bn_batch_stats_train_kernel` (one block per channel, reducing over N and
-  the spatial dimensions in double: the batch's mean and biased variance; the running statistics
-  updated in place with the unbiased variance and the module's momentum, none when it is negative)
-  and its host function `bn_batch_stats_train(x, running_mean, running_var, momentum)`;
+- the CUDA source gains `bn_batch_stats_train_partials_kernel` (blocks over slices of each channel's values:
+  their sums and squared deviations, in double) and `bn_batch_stats_train_kernel` (one thread per channel
+  combines them: the batch's mean and biased variance; the running statistics updated in place with the
+  unbiased variance and the module's momentum, none when it is negative) and their host function
+  `bn_batch_stats_train(x, running_mean, running_var, momentum)`;
 - cpp_sources gains its declaration and `functions=` its name, so the answer's own binding exports it;
 - forward computes `_bn_mean, _bn_var` with it when `self.training` (through the extension object the
   call already uses; where the sites call several extensions, through the module-level name of the first
@@ -32,18 +33,21 @@ DECLARATION = (f"\nstd::vector<torch::Tensor> {FN}(torch::Tensor x, torch::Tenso
                f"torch::Tensor running_var, double momentum);\n")
 KERNEL = f'''
 
-// Train-mode BatchNorm (the train-mode fix): one block per channel reduces over N and the spatial dimensions to
-// the batch's mean and biased variance; the running statistics are updated in place as PyTorch does
-// (unbiased variance; momentum < 0: no update).
-__global__ void {FN}_kernel(
-        const float* __restrict__ x, float* __restrict__ mean_out, float* __restrict__ var_out,
-        float* __restrict__ running_mean, float* __restrict__ running_var, long long n, long long c, long long s,
-        float momentum) {{
+// Train-mode BatchNorm (the train-mode fix): the batch's mean and biased variance of each channel over N and the
+// spatial dimensions, in double. Blocks split each channel's n * s values into contiguous slices (grid c x parts,
+// about a thousand blocks in all: one block per channel leaves most of a GPU idle when channels are few); each
+// block sums its slice and the squared deviations from the slice's own mean, and one thread per channel combines
+// the slices (Chan's formula) and updates the running statistics in place as PyTorch does (unbiased variance;
+// momentum < 0: no update).
+__global__ void {FN}_partials_kernel(
+        const float* __restrict__ x, double* __restrict__ part_mean, double* __restrict__ part_m2, long long n,
+        long long c, long long s, long long chunk, int parts) {{
     __shared__ double partial[256];
     const long long ch = blockIdx.x;
-    const long long count = n * s;
+    const long long lo = (long long)blockIdx.y * chunk;
+    const long long hi = lo + chunk < n * s ? lo + chunk : n * s;
     double sum = 0.0;
-    for (long long i = threadIdx.x; i < count; i += blockDim.x) {{
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {{
         const long long b = i / s;
         sum += (double)x[(b * c + ch) * s + (i - b * s)];
     }}
@@ -53,10 +57,10 @@ __global__ void {FN}_kernel(
         if (threadIdx.x < k) partial[threadIdx.x] += partial[threadIdx.x + k];
         __syncthreads();
     }}
-    const double mean = partial[0] / (double)count;
+    const double mean = hi > lo ? partial[0] / (double)(hi - lo) : 0.0;
     __syncthreads();
     double sq = 0.0;
-    for (long long i = threadIdx.x; i < count; i += blockDim.x) {{
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {{
         const long long b = i / s;
         const double d = (double)x[(b * c + ch) * s + (i - b * s)] - mean;
         sq += d * d;
@@ -68,14 +72,34 @@ __global__ void {FN}_kernel(
         __syncthreads();
     }}
     if (threadIdx.x == 0) {{
-        const double m2 = partial[0];
-        mean_out[ch] = (float)mean;
-        var_out[ch] = (float)(m2 / (double)count);
-        if (momentum >= 0.0f) {{
-            const double unbiased = count > 1 ? m2 / (double)(count - 1) : m2;
-            running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)mean;
-            running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
-        }}
+        part_mean[ch * parts + blockIdx.y] = mean;
+        part_m2[ch * parts + blockIdx.y] = partial[0];
+    }}
+}}
+
+__global__ void {FN}_kernel(
+        const double* __restrict__ part_mean, const double* __restrict__ part_m2, float* __restrict__ mean_out,
+        float* __restrict__ var_out, float* __restrict__ running_mean, float* __restrict__ running_var, long long c,
+        long long count, long long chunk, int parts, float momentum) {{
+    const long long ch = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c) return;
+    double total = 0.0, mean = 0.0, m2 = 0.0;
+    for (int p = 0; p < parts; ++p) {{
+        const long long lo = (long long)p * chunk;
+        if (lo >= count) break;
+        const double m = (double)(lo + chunk < count ? chunk : count - lo);
+        const double delta = part_mean[ch * parts + p] - mean;
+        const double t = total + m;
+        mean += delta * m / t;
+        m2 += part_m2[ch * parts + p] + delta * delta * total * m / t;
+        total = t;
+    }}
+    mean_out[ch] = (float)mean;
+    var_out[ch] = (float)(count > 0 ? m2 / (double)count : 0.0);
+    if (momentum >= 0.0f) {{
+        const double unbiased = count > 1 ? m2 / (double)(count - 1) : m2;
+        running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)mean;
+        running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
     }}
 }}
 
@@ -91,9 +115,20 @@ std::vector<torch::Tensor> {FN}(
     auto mean = torch::empty({{c}}, xc.options());
     auto var = torch::empty({{c}}, xc.options());
     if (c > 0) {{
-        {FN}_kernel<<<(unsigned int)c, 256>>>(
-            xc.data_ptr<float>(), mean.data_ptr<float>(), var.data_ptr<float>(), running_mean.data_ptr<float>(),
-            running_var.data_ptr<float>(), n, c, s, (float)momentum);
+        const int64_t count = n * s;
+        // slices of at least 4096 values, at most 1024 per channel, about 1024 blocks in all
+        int64_t parts = std::min<int64_t>((count + 4095) / 4096, std::max<int64_t>(1, (1024 + c - 1) / c));
+        parts = std::max<int64_t>(1, std::min<int64_t>(parts, 1024));
+        const int64_t chunk = count > 0 ? (count + parts - 1) / parts : 1;
+        auto part_mean = torch::empty({{c * parts}}, xc.options().dtype(torch::kDouble));
+        auto part_m2 = torch::empty({{c * parts}}, xc.options().dtype(torch::kDouble));
+        {FN}_partials_kernel<<<dim3((unsigned int)c, (unsigned int)parts), 256>>>(
+            xc.data_ptr<float>(), part_mean.data_ptr<double>(), part_m2.data_ptr<double>(), n, c, s, chunk,
+            (int)parts);
+        {FN}_kernel<<<(unsigned int)((c + 127) / 128), 128>>>(
+            part_mean.data_ptr<double>(), part_m2.data_ptr<double>(), mean.data_ptr<float>(), var.data_ptr<float>(),
+            running_mean.data_ptr<float>(), running_var.data_ptr<float>(), c, count, chunk, (int)parts,
+            (float)momentum);
     }}
     return {{mean, var}};
 }}
