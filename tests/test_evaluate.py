@@ -418,3 +418,16 @@ def test_a_cuda_candidate_the_cpu_cannot_emulate_is_not_judged_and_the_repair_ch
     (tmp_path / "candidate.py").write_text(CUDA_PTX_ADD_ONE.replace("return ext.add_one_cuda(x)", "return x + 1"))
     cheat = run_cli("check", str(tmp_path), "--device", "cpu", "--json")
     assert cheat.returncode == 3 and json.loads(cheat.stdout)["verdict"] == "reject"  # static rules suffice
+
+
+def test_a_reference_that_draws_in_forward_is_matched_by_a_candidate_drawing_the_same():
+    """KernelBench's LSTMs draw h0 = torch.randn(...) in forward; its trials seed before both forwards, so an
+    answer drawing the same way matches. Every check seeds both forwards alike (gemini level3/35 failed kdebug's
+    checks with half its elements wrong, KernelBench's trials passing)."""
+    draw = "torch.randn(x.shape[-1], device=x.device)"
+    ref = LINEAR_REF.replace("return x * self.scale", f"return x * (self.scale + {draw})")
+    cand = SCALE_KERNEL.replace("SCALE,", f"self.scale + {draw},")
+    report = evaluate(case_from_sources(ref, cand), "cpu")
+    assert report.status == "pass", report.message
+    other_draw = SCALE_KERNEL.replace("SCALE,", f"self.scale + 2 * {draw},")
+    assert evaluate(case_from_sources(ref, other_draw), "cpu", checks=standard_checks()[:1]).status == "mismatch"

@@ -49,10 +49,17 @@ def _model_key(spec: dict) -> str:
             f"{spec.get('eval_mode', False)}|{sorted((spec.get('shapes') or {}).items())}")
 
 
+FORWARD_SEED = 7919  # the forwards of a check's reference and candidate draw from this plus the check's seed
+
+
 def _seed_forward(spec: dict) -> None:
-    """KernelBench seeds the RNG with the trial's seed before the forwards (dropout draws from it)."""
+    """Seed the RNG before a forward: a reference that draws in forward (an LSTM's `h0 = torch.randn(...)`,
+    dropout) and a candidate drawing the same way then see the same values in every check, as KernelBench's
+    trials see them (each seeded with the trial's seed before both forwards)."""
     if "kb_trial" in spec:
         torch.manual_seed(inputs.kernelbench_trial_seed(spec))
+    else:
+        torch.manual_seed(FORWARD_SEED + int(spec.get("seed") or 0))
 
 
 def _recording(work: WorkLog | None):
@@ -149,6 +156,7 @@ class ReferenceRole:
         operator has no float64 kernel on this device."""
         try:
             m64, x64 = inputs.as_double(model, xs)
+            _seed_forward(spec)
             if not spec.get("localise"):
                 return inputs.flatten_outputs(m64(*x64))
             from debugger.sandbox.localise import IntermediateRecorder
