@@ -125,3 +125,48 @@ def test_the_layouts_the_task_produces_are_measured_not_read_off_a_transpose_in_
     # a task whose own inputs are a transposed view still holds the kernel to it
     verdict = check(case_from_sources(TRANSPOSED_REF, FLAT_RELU), "cpu", policy="kernelbench")
     assert not verdict.accepted and "fails_evaluation" in {f.rule for f in verdict.findings}
+
+
+GELU_TANH = triton_candidate("""
+    y = x.contiguous()
+    out = torch.empty_like(y)
+    gelu_tanh_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+    return out
+""", helper='''
+
+@triton.jit
+def gelu_tanh_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    tanh = 2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0
+    tl.store(out_ptr + offs, 0.5 * x * (1.0 + tanh), mask=mask)
+''')
+
+
+def test_an_approximation_within_kernelbenchs_tolerance_is_a_note_under_kernelbench_and_rejects_under_strict():
+    """gemini level2/67 (recorded correct) computes GELU with the tanh formula where the task's is exact: about
+    3e-4 off, which KernelBench's allclose(1e-2) passes and kdebug's kernel verdict does not."""
+    case = case_from_sources(ref("F.gelu(x)"), GELU_TANH)
+    kernelbench = check(case, "cpu", policy="kernelbench")
+    assert kernelbench.accepted, kernelbench.findings
+    assert any(f.rule == "precision" and "within KernelBench's tolerance" in f.message for f in kernelbench.findings)
+    strict = check(case, "cpu", policy="strict")
+    assert not strict.accepted and "fails_evaluation" in {f.rule for f in strict.findings}
+
+
+def test_only_value_differences_within_the_tolerance_are_precision_notes():
+    from debugger.integrity.dynamic import precision_split
+    from debugger.records import OutputStats
+
+    def one(name, err, **kw):
+        out = OutputStats(index=0, shape=[4], dtype="float32", passed=False, max_abs_err=err,
+                          nan_mismatch=kw.pop("nan", 0))
+        return CheckResult(name=name, kind="seed", passed=False, status="mismatch", max_abs_err=err, outputs=[out], **kw)
+
+    checks = [one("close", 4e-3), one("far", 0.05), one("nan", 4e-3, nan=3), one("race", 4e-3, drift=1e-3),
+              one("mutates", 4e-3, inputs_mutated=True)]
+    rejecting, notes = precision_split(checks, "kernelbench")
+    assert [c.name for c in rejecting] == ["far", "nan", "race", "mutates"] and len(notes) == 1 and "close" in notes[0]
+    assert precision_split(checks, "strict")[0] == checks and precision_split(checks, "kernelbench", repair=True)[1] == []
