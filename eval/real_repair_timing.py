@@ -1,12 +1,13 @@
 """Speed of repaired real answers against their reference, on a GPU at the published sizes.
 
     python eval/real_repair_timing.py DIR [--originals CASES] [--match GLOB,...] [--jobs 12] [--deadline S]
-        [--resume] [--build-only] --out OUT
+        [--resume] [--build-only | --skip-build] --out OUT
 
 DIR holds repaired case folders (reference.py, candidate.py = the repair), as `eval/real_pool.py --repair`
 leaves them in OUT/repairs/ and `--verify-repairs` reads them. First every repair is built side by side (the
 nvcc builds of load_inline, about a minute each, into kdebug's extensions cache, where an evaluation with the
-same KDEBUG_DATA_DIR finds them too); then each case is timed alone, one after the other
+same KDEBUG_DATA_DIR finds them too; --skip-build trusts a --build-only command that ran before with that
+KDEBUG_DATA_DIR); then each case is timed alone, one after the other
 (debugger/bench/timing.py: the reference and the repair on the same fresh inputs drawn from the reference's
 get_inputs(), interleaved rounds of triton's do_bench, medians). The repairs are a pipeline's code: the
 timing and build processes are confined as sandbox workers are (`case_timing(..., sandbox=...)`).
