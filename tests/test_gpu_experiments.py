@@ -109,7 +109,7 @@ def test_two_launch_carry_launches_again_only_when_idempotent():
 
 def _report(status="mismatch", drift=None, names=("transposed",)):
     checks = [SimpleNamespace(name=n, kind="layout", spec={"name": n, "kind": "layout", "seed": 21},
-                              passed=False, status=status, drift=drift, max_abs_err=1.0) for n in names]
+                              passed=False, status=status, drift=drift, max_abs_err=1.0, frac_wrong=1.0) for n in names]
     return SimpleNamespace(status=status, failed_checks=checks, checks=checks, message="wrong")
 
 
@@ -120,7 +120,7 @@ def _fake_evaluate(passes):
         calls.append(case.candidate_src)
         ok = passes(case.candidate_src)
         cs = [SimpleNamespace(name=s["name"], passed=ok, status="pass" if ok else "mismatch", drift=0.0,
-                              max_abs_err=0.0 if ok else 1.0) for s in checks]
+                              max_abs_err=0.0 if ok else 1.0, frac_wrong=0.0 if ok else 1.0) for s in checks]
         return SimpleNamespace(status="pass" if ok else "mismatch", failed_checks=[c for c in cs if not c.passed],
                                checks=cs, message="")
     return evaluate, calls
