@@ -237,6 +237,7 @@ def test_malformed_cuda_replies_stop_with_their_reason_and_no_proposal(name):
 
 @pytest.mark.parametrize("name", ["search_not_in_file", "breaks_the_string_literal", "no_edit_at_all", "bad_json"])
 def test_through_the_repair_graph_a_malformed_reply_is_the_runs_stop_not_an_exception(name, tmp_path, monkeypatch):
+    import debugger.diagnose
     import debugger.evaluate
     from debugger.case import case_from_sources
     from debugger.ledger import Ledger
@@ -249,6 +250,9 @@ def test_through_the_repair_graph_a_malformed_reply_is_the_runs_stop_not_an_exce
         # On the CPU a CUDA candidate is not judged (invalid_input); here the evaluation is let through to
         # the build, which fails (compile_error), so that the graph goes on to diagnose it and ask the model.
         monkeypatch.setattr(debugger.evaluate, "is_cuda_candidate", lambda src: False)
+        # The diagnosis's experiments would each build a patched copy (about 30 s on the CPU) and bear on nothing
+        # asked here: what the graph does with the model's replies.
+        monkeypatch.setattr(debugger.diagnose, "run_experiments", lambda *a, **kw: [])
         settings = resolve(device="cpu", backend="openai", max_iters=3, timeout=120, base_url=server.base_url,
                            api_key="k", model="m")
         result = repair(case_from_sources(SHIFT_REF, SHIFT, name="shift"), settings=settings, ledger=ledger,
