@@ -52,7 +52,7 @@ def _tensors(names, bound: dict) -> list[torch.Tensor] | None:
         v = bound.get(n)
         if isinstance(v, torch.Tensor):
             out.append(v)
-        elif not (v is None or isinstance(v, (bool, int, float, str)) or type(v).__module__.startswith("triton")):
+        elif not _constant(v):
             return None
     return out
 
