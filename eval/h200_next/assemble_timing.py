@@ -1,13 +1,18 @@
-"""Gather the case folders run31.jobs reads: `python eval/h200_next/assemble_timing.py DEST`.
+"""Gather the case folders the timing jobs read: `python eval/h200_next/assemble_timing.py DEST [--run OUT ...]`.
 
 For every answer repaired on a GPU (eval/real_repair_tally.py), the CPU repair run's case folder of the repair
 (OUT/repairs/<id>) goes to DEST/.timeA and the answer before repair (OUT/cases/<id>) to DEST/.timeA_originals,
 from the paths the committed CPU rows name (they live in this machine's /tmp while it lasts; an answer whose
 folders are gone is listed and left out); and the repairs still to judge on a GPU (unjudged_on_gpu_ids.txt:
 `id source`, the folder under source/out/repairs/ or source/repairs/) go to DEST/.verifyB.
+
+With --run OUT (one or more `eval/real_pool.py --repair` scratch folders of this machine, e.g. a CPU run that re-made
+the repairs at the current code), the repairs come from OUT/rows.jsonl instead: each answer of the GPU tally whose
+repair there passes both verdicts of its separate eval and the gate, whatever the committed rows name.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -16,15 +21,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import real_repair_tally as tally  # noqa: E402
 
 
+def run_rows(runs: list[str]):
+    """The rows of fresh repair runs (OUT/rows.jsonl), only the repairs their separate eval and gate passed."""
+    for out in runs:
+        for line in (Path(out) / "rows.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            if tally.passes(row):
+                yield Path(out), row
+
+
 def main() -> int:
-    dest = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    if dest is None or not dest.is_dir():
-        print("usage: assemble_timing.py DEST (an existing folder, e.g. .clean)", file=sys.stderr)
+    args = sys.argv[1:]
+    runs = args[args.index("--run") + 1:] if "--run" in args else []
+    dest = Path(args[0]) if args and args[0] != "--run" else None
+    if dest is None or not dest.is_dir() or any(not (Path(r) / "rows.jsonl").is_file() for r in runs):
+        print("usage: assemble_timing.py DEST [--run OUT ...] (DEST an existing folder, e.g. .clean; each OUT a "
+              "real_pool.py --repair folder with rows.jsonl)", file=sys.stderr)
         return 2
     rows = tally.tally()
     wanted = {i for i, r in rows.items() if r["gpu"]}
     found: dict[str, tuple[Path, Path]] = {}
-    for _path, row in tally.committed_rows("cpu_*/*repair_rows*.jsonl"):
+    source = run_rows(runs) if runs else tally.committed_rows("cpu_*/*repair_rows*.jsonl")
+    for _path, row in source:
         rep = row.get("repair") or {}
         if row["id"] in wanted and rep.get("status") == "repaired" and rep.get("output"):
             repaired = Path(rep["output"][: -len(".py")])
