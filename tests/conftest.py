@@ -15,6 +15,9 @@ os.environ.setdefault("KDEBUG_DATA_DIR", _DATA)
 # tests that give each case a data folder of its own would otherwise compile the same CUDA source again
 # (builds are keyed by their sources, debugger/sandbox/roles.py).
 os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(Path(os.environ["KDEBUG_DATA_DIR"]) / "torch_extensions"))
+# Every test that indexes the knowledge base in a data folder of its own embeds the same texts: the vectors are
+# computed once for the run (debugger/knowledge/embedder.py): a full index took 38 s here beside other work.
+os.environ.setdefault("KDEBUG_EMBEDDING_CACHE", str(Path(os.environ["KDEBUG_DATA_DIR"]) / "embedding_cache"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

@@ -405,3 +405,29 @@ def test_add_copies_validates_and_never_overwrites(small_kb, tmp_path):
     assert result["kind"] == "reference_kernel" and kb.stats()["reference_kernels"] == 1
     with pytest.raises(KnowledgeError, match="exists already"):
         kb.add(outside / "reference_kernels" / "softmax2")
+
+
+def test_the_embedding_cache_serves_each_text_once_across_processes_and_recomputes_a_broken_file(
+        tmp_path, monkeypatch):
+    import numpy as np
+
+    from debugger.knowledge import embedder
+
+    monkeypatch.setenv("KDEBUG_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    computed = []
+    real = embedder._compute
+    monkeypatch.setattr(embedder, "_compute", lambda texts: computed.append(list(texts)) or real(texts))
+    first = embedder._encode(["a grid that floors", "a mask that is missing"])
+    assert computed == [["a grid that floors", "a mask that is missing"]]
+    assert len(list((tmp_path / "cache").glob("*.npy"))) == 2
+    again = embedder._encode(["a mask that is missing", "softmax overflows", "a grid that floors"])
+    assert computed[1:] == [["softmax overflows"]]  # only the new text reached the model
+    assert np.array_equal(again[0], first[1]) and np.array_equal(again[2], first[0])
+    assert np.allclose(again[1], real(["softmax overflows"])[0], atol=1e-6)
+    for f in (tmp_path / "cache").glob("*.npy"):
+        f.write_bytes(b"not a vector")
+    assert np.allclose(embedder._encode(["a grid that floors"])[0], first[0], atol=1e-6)
+    assert computed[-1] == ["a grid that floors"]
+    monkeypatch.delenv("KDEBUG_EMBEDDING_CACHE")
+    embedder._encode(["a grid that floors"])
+    assert computed[-1] == ["a grid that floors"] and len(computed) == 4  # no cache: the model every time

