@@ -431,3 +431,11 @@ def test_the_embedding_cache_serves_each_text_once_across_processes_and_recomput
     monkeypatch.delenv("KDEBUG_EMBEDDING_CACHE")
     embedder._encode(["a grid that floors"])
     assert computed[-1] == ["a grid that floors"] and len(computed) == 4  # no cache: the model every time
+
+
+def test_an_embedding_cache_folder_that_cannot_be_made_is_no_cache(tmp_path, monkeypatch):
+    from debugger.knowledge import embedder
+
+    (tmp_path / "file").write_text("a file, not a folder")
+    monkeypatch.setenv("KDEBUG_EMBEDDING_CACHE", str(tmp_path / "file" / "cache"))
+    assert embedder._encode(["a grid that floors"])[0].shape == (384,)

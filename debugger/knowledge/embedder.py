@@ -6,8 +6,8 @@ Hugging Face hub kept offline, once per process and only when something is first
 KDEBUG_EMBEDDING_CACHE=FOLDER keeps every vector computed, one file per text named by the hash of the model and
 the text, and reads it back instead of running the model again: data folders that index the same knowledge base
 (a user's several, CI's, the tests' one per case) then pay for each text once. A vector read back is the one the
-model gave the first time (batch padding moves the last bits between batches, never the ranking); a file that
-cannot be read is computed again.
+model gave the first time (computed in another batch, it could differ in its last bits: batches pad differently); a
+file that cannot be read is computed again, and a folder that cannot be made is no cache.
 """
 from __future__ import annotations
 
@@ -81,7 +81,10 @@ def _encode(texts: list[str]) -> list[np.ndarray]:
     if not cache or not texts:
         return _compute(texts)
     folder = Path(cache)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return _compute(texts)
     found = [_cached(folder, t) for t in texts]
     missing = [i for i, (_, v) in enumerate(found) if v is None]
     vectors = [v for _, v in found]
