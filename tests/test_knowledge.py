@@ -439,3 +439,14 @@ def test_an_embedding_cache_folder_that_cannot_be_made_is_no_cache(tmp_path, mon
     (tmp_path / "file").write_text("a file, not a folder")
     monkeypatch.setenv("KDEBUG_EMBEDDING_CACHE", str(tmp_path / "file" / "cache"))
     assert embedder._encode(["a grid that floors"])[0].shape == (384,)
+
+
+def test_queries_are_not_kept_in_the_embedding_cache(tmp_path, monkeypatch):
+    from debugger.knowledge import embedder
+
+    monkeypatch.setenv("KDEBUG_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    ef = embedder.PackagedMiniLM()
+    ef.embed_query(["why does my softmax overflow"])
+    assert not list((tmp_path / "cache").glob("*.npy")) and ef.queries == 1
+    ef(["why does my softmax overflow"])
+    assert len(list((tmp_path / "cache").glob("*.npy"))) == 1 and ef.embedded == 1

