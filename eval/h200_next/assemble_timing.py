@@ -12,6 +12,7 @@ repair there passes both verdicts of its separate eval and the gate, whatever th
 """
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
@@ -31,13 +32,13 @@ def run_rows(runs: list[str]):
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    runs = args[args.index("--run") + 1:] if "--run" in args else []
-    dest = Path(args[0]) if args and args[0] != "--run" else None
-    if dest is None or not dest.is_dir() or any(not (Path(r) / "rows.jsonl").is_file() for r in runs):
-        print("usage: assemble_timing.py DEST [--run OUT ...] (DEST an existing folder, e.g. .clean; each OUT a "
-              "real_pool.py --repair folder with rows.jsonl)", file=sys.stderr)
-        return 2
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dest", type=Path, help="an existing folder, e.g. .clean")
+    ap.add_argument("--run", nargs="+", default=[], metavar="OUT", help="real_pool.py --repair folders with rows.jsonl")
+    opts = ap.parse_args()
+    dest, runs = opts.dest, opts.run
+    if not dest.is_dir() or any(not (Path(r) / "rows.jsonl").is_file() for r in runs):
+        ap.error("DEST must be an existing folder and each --run folder must hold rows.jsonl")
     rows = tally.tally()
     wanted = {i for i, r in rows.items() if r["gpu"]}
     found: dict[str, tuple[Path, Path]] = {}
