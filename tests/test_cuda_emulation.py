@@ -14,9 +14,9 @@ from torch.utils import cpp_extension
 from debugger.case import case_from_sources
 from debugger.evaluate import evaluate, kernelbench_checks, standard_checks
 from debugger.lang.cuda import emulate
+from debugger.lang.cuda.emulate.translate import Untranslatable, blocker, translate, unit_prelude
 from debugger.lang.cuda.recipes.batchnorm import DECLARATION as BN_STATS_DECLARATION
 from debugger.lang.cuda.recipes.batchnorm import KERNEL as BN_STATS_KERNEL
-from debugger.lang.cuda.emulate.translate import Untranslatable, blocker, translate, unit_prelude
 from tests.conftest import write_case
 
 
