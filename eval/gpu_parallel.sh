@@ -70,7 +70,7 @@ install_kdebug() {
   torch_after="$("$VPY" -c 'import torch; print(torch.__version__, torch.__file__)')" || return 3
   [ "$torch_before" == "$torch_after" ] || { echo "torch changed: $torch_before -> $torch_after" >&2; return 3; }
   # Fail in seconds, not per case, when a package the repair path imports is missing; from outside the checkout.
-  (cd "$WORK" && "$VPY" -c "import debugger, graphs.repair, debugger.repair.run, debugger.bench.runner, debugger.integrity.gate, debugger.diagnose, langgraph.checkpoint.sqlite; from debugger import settings; assert str(settings.curated_kb_dir()).startswith('$VENV'), settings.curated_kb_dir(); print('kdebug', debugger.__file__, 'torch', '$torch_after')") \
+  (cd "$WORK" && "$VPY" -c "import debugger, debugger.repair.graph, debugger.repair.run, debugger.bench.runner, debugger.integrity.gate, debugger.diagnose, langgraph.checkpoint.sqlite; from debugger import settings; assert str(settings.curated_kb_dir()).startswith('$VENV'), settings.curated_kb_dir(); print('kdebug', debugger.__file__, 'torch', '$torch_after')") \
     || { echo "the installed kdebug does not import: see the error above" >&2; return 3; }
 }
 
