@@ -5,8 +5,8 @@ debugger/gpu_check.py); on a GPU, checks that failed as compile_error, none havi
 (gpu_check.never_compiled; Triton compiles at the first launch, the message carries the compiler's
 error). The failure supports the class gpu_incompatible (recipes in debugger/recipes/gpu_compat.py,
 which read the error text through the `gpu_errors` hint), adds the tag gpu_compile_error, and when no
-untried recipe of that class is left, the verdict is needs_rewrite at once (`body_cannot_compile`): no edit of the values can make a
-kernel that does not compile pass on a GPU.
+untried recipe of that class is left, the verdict is needs_rewrite at once (`body_cannot_compile`): no
+edit of the values can make a kernel that does not compile pass on a GPU.
 """
 from __future__ import annotations
 
