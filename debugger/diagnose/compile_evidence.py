@@ -1,16 +1,16 @@
 """A kernel body that a GPU build rejects, as diagnosis evidence, and when it calls for a rewrite.
 
 Two sources: on the CPU, the sm_90 compile of every interpreted launch (report.gpu_compile, from
-debugger/gpu_check.py); on a GPU, checks that failed as compile_error, none having run the kernel
-(gpu_check.never_compiled; Triton compiles at the first launch, the message carries the compiler's
-error). The failure supports the class gpu_incompatible (recipes in debugger/recipes/gpu_compat.py,
-which read the error text through the `gpu_errors` hint), adds the tag gpu_compile_error, and when no
-untried recipe of that class is left, the verdict is needs_rewrite at once (`body_cannot_compile`): no
-edit of the values can make a kernel that does not compile pass on a GPU.
+debugger/gpu_check.py); on a GPU, a check that failed as compile_error (gpu_check.failed_compiling;
+Triton compiles at the first launch of each specialisation, the message carries the compiler's error).
+The failure supports the class gpu_incompatible (recipes in debugger/recipes/gpu_compat.py, which read
+the error text through the `gpu_errors` hint), adds the tag gpu_compile_error, and when no untried
+recipe of that class is left, the verdict is needs_rewrite at once (`body_cannot_compile`): no edit of
+the values can make a kernel that does not compile pass on a GPU.
 """
 from __future__ import annotations
 
-from debugger.gpu_check import never_compiled
+from debugger.gpu_check import failed_compiling
 
 CLASS = "gpu_incompatible"
 TAG = "gpu_compile_error"
@@ -24,8 +24,8 @@ def _get(report, name, default=None):
 def failures(report, device: str) -> list[dict]:
     """[{kernel, line, error, stage}] of kernels that do not compile for a GPU (report object or dict)."""
     out = [dict(f) for f in (_get(report, "gpu_compile") or [])]
-    if device == "cuda" and never_compiled(_get(report, "checks") or []):
-        first = next(c for c in _get(report, "checks") if _get(c, "status") == "compile_error")
+    first = failed_compiling(_get(report, "checks") or []) if device == "cuda" else None
+    if first is not None:
         out.append({"kernel": None, "line": None, "stage": "gpu", "error": _get(first, "message") or ""})
     return out
 
