@@ -704,7 +704,8 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         ev.report.parameter_map = first[0]["parameter_map"]
     ev.observations[check.name] = {k: first[0].get(k) for k in
                                    ("launches", "ops", "aliases_input", "written_by_kernel", "derived_from_kernels", "output_types",
-                                    "seconds", "probes", "output_bytes", "largest_launch_tensor_bytes", "work")}
+                                    "seconds", "probes", "output_bytes", "largest_launch_tensor_bytes", "work",
+                                    "buffers")}
     ev.observations[check.name]["ops_second"] = second[0].get("ops")
     ev.observations[check.name]["inputs_noncontiguous"] = ref_header.get("inputs_noncontiguous")
     if ref_header.get("work") is not None:  # what the reference computed, for PyTorch's share of the work

@@ -322,6 +322,31 @@ def test_after_a_gpu_run_without_outputs_the_interpreter_s_probes_decide_the_rew
     assert verdict(SimpleNamespace(experiments=[helped], probes=seen, error_maps={}), FIRST_COLUMN_ONLY, []) is None
 
 
+def test_the_run_counts_what_of_a_scratch_buffer_stayed_poison_and_diagnose_uses_it_without_probes(monkeypatch):
+    """The same fact as the probes, counted after the forward on any device (a GPU machine's Triton 3.6
+    interpreter raised on a real answer's `range(n)` over a runtime argument, so its probes saw nothing): the
+    scratch buffer a launch received holds NaN wherever no store reached it."""
+    import debugger.diagnose.probes as probes_module
+    from debugger.evaluate import run_evaluation
+
+    case = _case(FIRST_COLUMN_ONLY, ROW_LOSS_REF)
+    ev = run_evaluation(case, "cpu", checks=[{"name": "seed0", "kind": "seed", "seed": 0}], capture=True)
+    (buf,) = ev.observations["seed0"]["buffers"]
+    assert buf["kernel"] == "row_loss_kernel" and buf["arg"] == 1 and buf["measured"] == "run", buf
+    assert 0 < buf["stored"] < buf["elements"] / 2, buf  # one column of the rows
+
+    every_column = FIRST_COLUMN_ONLY.replace("return scratch.mean()", "return scratch[:, :1].mean()")
+    ev_ok = run_evaluation(_case(every_column, ROW_LOSS_REF), "cpu",
+                           checks=[{"name": "seed0", "kind": "seed", "seed": 0}], capture=True)
+    assert ev_ok.observations["seed0"]["buffers"][0]["stored"] == buf["stored"]  # the count, not the verdict
+
+    monkeypatch.setattr(probes_module, "run_probes", lambda *a, **k: {"error": "InterpreterError: TypeError"})
+    d = diagnose(case, "cpu", evaluation=ev, experiments=False, localise=False)
+    assert d.needs_rewrite and d.needs_rewrite["reason"] == "no_store_reaches_most_of_the_output", d.needs_rewrite
+    assert "(counted after the run)" in d.needs_rewrite["evidence"][0]
+    assert diagnose(case, "cpu", evaluation=ev, experiments=False, localise=False, probes=False).needs_rewrite is None
+
+
 def test_an_experiment_says_whether_the_kernel_it_made_still_gets_most_of_the_output_wrong():
     from debugger.diagnose.experiments import run_experiments
     from debugger.recipes.base import Patch

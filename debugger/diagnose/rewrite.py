@@ -124,7 +124,8 @@ def verdict(diag, src: str, untried: list[dict]) -> dict | None:
         b = poisoned[0]
         evidence.append(f"{b['kernel']}'s stores reach {b['stored']} of the {b['elements']} elements of its "
                         f"argument {b['arg']}; the rest keeps the allocation's poison, which reaches the result "
-                        "as NaN" + (" (probes on the interpreter)" if probes.get("interpreter") else ""))
+                        "as NaN" + (" (counted after the run)" if b.get("measured") == "run" else
+                                    " (probes on the interpreter)" if probes.get("interpreter") else ""))
     else:
         return None
     if _restores_coverage(untried, src):

@@ -20,6 +20,8 @@ from collections import Counter
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from debugger.sandbox.buffer_coverage import BufferCoverage
+
 ALLOC_OPS = {"empty.memory_format", "empty_strided.default", "empty_like.default", "new_empty.default",
              "new_empty_strided.default", "empty.default"}
 INT_POISON = -1234567
@@ -69,6 +71,8 @@ class PoisonAndRecord(TorchDispatchMode):
         if self.poison is not None and name in ALLOC_OPS and isinstance(out, torch.Tensor):
             with torch.utils._python_dispatch._disable_current_modes():
                 poison_fill(out, self.poison)
+            if self.recorder is not None:
+                self.recorder.coverage.note_alloc(out, self.poison)
         return out
 
 
@@ -99,6 +103,7 @@ class LaunchRecorder:
         self.derived: dict[tuple[int, int], set] = {}  # see reset
         self.held: list[tuple[int, int]] = []
         self._launch_products: tuple[tuple, list] = ((), [])  # (count of launches and copies, their spans)
+        self.coverage = BufferCoverage()  # what of each poisoned buffer a launch received stayed poison
 
     def reset(self, capture_writes: bool = False, held: list | None = None) -> None:
         self.launches, self.writes, self._captured_bytes, self.copies = [], [], 0, []
@@ -112,6 +117,7 @@ class LaunchRecorder:
         self.derived: dict[tuple[int, int], set] = {}
         self.held = [storage_span(t) for t in held or [] if isinstance(t, torch.Tensor)]
         self._launch_products = ((), [])
+        self.coverage.reset()
 
     def _produced_spans(self) -> list[tuple[int, int]]:
         # Called for every aten op of forward: the launches' spans are recomputed only after a launch or
@@ -197,6 +203,7 @@ class LaunchRecorder:
                 tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
                 name = str(getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?"))
                 recorder.launches.append({"kernel": name, "tensors": [list(storage_span(a)) for a in tensors]})
+                recorder.coverage.note_launch(name, args)
                 if type(self).__name__ == "InterpretedFunction":
                     recorder.note_interpreted(self, name, args, kwargs)
                     from debugger.sandbox.duplicate_programs import narrowed_grid

@@ -519,6 +519,10 @@ class CandidateRole:
                                                 for start, end in l["tensors"]), default=0),
             "ops": dict(mode.ops),
         }
+        try:  # evidence, never a failure of the run
+            info["buffers"] = self.recorder.coverage.measure(outs)
+        except Exception:  # noqa: BLE001
+            self.recorder.coverage.reset()
         if work is not None:
             info["work"] = work.to_dict(tensors_in, outs)
         if mapping is not None:
