@@ -88,7 +88,7 @@ def compiles_now(best_report: dict, report) -> bool:
     best_report = best_report or {}
     before = bool(best_report.get("gpu_compile")) or (
         best_report.get("device") == "cuda" and failed_compiling(best_report.get("checks", [])) is not None)
-    return before and not report.gpu_compile and not any(c.status == "compile_error" for c in report.checks)
+    return before and not report.gpu_compile and failed_compiling(report.checks) is None
 
 
 def _status(check) -> str | None:

@@ -271,8 +271,8 @@ def diagnose(case: Case, device: str = "cpu", *, experiments: bool = True, exper
     if probes and report.failed_checks and not (diag.probes or {}).get("buffers"):
         # the run's own count of what stayed poison (sandbox/buffer_coverage.py), where the probes saw none:
         # on a GPU machine whose Triton interpreter cannot run the kernel, say
-        measured = next((ev.observations.get(c.name, {}).get("buffers") for c in report.failed_checks
-                         if ev.observations.get(c.name, {}).get("buffers")), None)
+        measured = next(filter(None, (ev.observations.get(c.name, {}).get("buffers") for c in report.failed_checks)),
+                        None)
         if measured:
             diag.probes = {**(diag.probes or {}), "buffers": measured}
     compiled = not (device == "cuda" and compile_fails)  # a kernel that never compiled ran nothing to look at

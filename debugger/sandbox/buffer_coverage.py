@@ -51,20 +51,17 @@ class BufferCoverage:
             self._held_bytes += size
             self._held.append({"kernel": kernel, "arg": i, "tensor": t, "poison": entry[1]})
 
-    def measure(self, outputs) -> list[dict]:
-        """Each held buffer that is not an output and kept some poison: elements and how many were stored."""
-        spans = [(o.data_ptr(), o.data_ptr() + o.numel() * o.element_size())
-                 for o in outputs if isinstance(o, torch.Tensor) and o.numel()]
+    def measure(self, is_output) -> list[dict]:
+        """Each held buffer that is not an output (`is_output(tensor)`: shares storage with one) and kept some
+        poison: elements and how many were stored."""
         found = []
         for h in self._held:
             t = h["tensor"]
-            start, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
-            if any(s < end and start < e for s, e in spans):
-                continue  # an output: the error maps see its coverage
+            if is_output(t):
+                continue  # the error maps see an output's coverage
             with torch.no_grad():
                 poisoned = int((torch.isnan(t) if math.isnan(h["poison"]) else t == h["poison"]).sum())
             if poisoned:
                 found.append({"kernel": h["kernel"], "arg": h["arg"], "elements": t.numel(),
                               "stored": t.numel() - poisoned, "measured": "run"})
-        self.reset()
         return found

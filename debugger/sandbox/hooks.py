@@ -71,7 +71,7 @@ class PoisonAndRecord(TorchDispatchMode):
         if self.poison is not None and name in ALLOC_OPS and isinstance(out, torch.Tensor):
             with torch.utils._python_dispatch._disable_current_modes():
                 poison_fill(out, self.poison)
-            if self.recorder is not None:
+            if self.recorder is not None and not self.recorder.in_kernel:  # not the interpreter's own tensors
                 self.recorder.coverage.note_alloc(out, self.poison)
         return out
 

@@ -519,10 +519,14 @@ class CandidateRole:
                                                 for start, end in l["tensors"]), default=0),
             "ops": dict(mode.ops),
         }
-        try:  # evidence, never a failure of the run
-            info["buffers"] = self.recorder.coverage.measure(outs)
+        try:  # evidence, never a failure of the run; the evaluation keeps the first run's observations only
+            if spec.get("call", 1) == 1:
+                outputs = [o for o in outs if isinstance(o, torch.Tensor)]
+                info["buffers"] = self.recorder.coverage.measure(lambda t: any(overlaps(t, o) for o in outputs))
         except Exception:  # noqa: BLE001
-            self.recorder.coverage.reset()
+            pass
+        finally:
+            self.recorder.coverage.reset()  # the held buffers go now, not at the next run
         if work is not None:
             info["work"] = work.to_dict(tensors_in, outs)
         if mapping is not None:
