@@ -61,3 +61,26 @@ def test_extension_builds_under_a_user_set_torch_extensions_dir(tmp_path, monkey
     assert report.status == "pass", report.message
     built = [p for p in base.iterdir() if p.is_dir()]
     assert len(built) == 1 and (built[0] / "relu2_ext").is_dir(), sorted(base.rglob("*"))
+
+
+def test_a_build_lock_left_by_a_killed_worker_does_not_block_the_next_evaluation(tmp_path, monkeypatch):
+    """A worker killed mid-build (a timeout) leaves torch's lock file in the keyed build folder; the next
+    evaluation of the same sources (or of a repair that changed only host code) used to wait on it until its
+    own timeout. Seen on the H100 (repairs' builds cut at 150 s, then their timing hung)."""
+    from debugger.lang.cuda.sources import build_key
+
+    base = tmp_path / "ext"
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(base))
+    monkeypatch.delenv("KDEBUG_TORCH_EXTENSIONS_BASE", raising=False)
+    folder = base / build_key(CANDIDATE) / "relu2_ext"
+    folder.mkdir(parents=True)
+    (folder / "lock").write_text("")  # as a SIGKILLed builder leaves it
+    checks = [{"name": "seed0", "kind": "seed", "seed": 0}]
+    sandbox = Sandbox("cpu", timeout=150)
+    try:
+        report = run_evaluation(case_from_sources(REFERENCE, CANDIDATE), device="cpu", checks=checks, timeout=150,
+                                sandbox=sandbox).report
+    finally:
+        sandbox.close()
+    assert report.status == "pass", report.message
+    assert not (folder / "lock").exists()

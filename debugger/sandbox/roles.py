@@ -365,6 +365,10 @@ def extension_build_dir(setup: dict) -> None:
         digest = None
     digest = digest or hashlib.sha256(setup["candidate_src"].encode()).hexdigest()[:16]
     os.environ["TORCH_EXTENSIONS_DIR"] = str(Path(base) / digest)
+    from debugger.lang.cuda.emulate import builds_extension
+    if builds_extension(setup["candidate_src"]):
+        from debugger.sandbox.extension_lock import install
+        install()  # a lock that a killed worker's build left in this folder no longer blocks the next build
 
 
 def extension_base_dirs() -> list[str]:
