@@ -111,3 +111,29 @@ def test_repair_timing_times_the_original_beside_the_repair_and_tables_the_rows(
     text = timing.table(rows, "python eval/real_repair_timing.py R --out O")
     assert "1 of 2 repairs timed" in text and "| a/level1/1 | 2.000 | 1.000 | 2.00x | 1.100 |" in text
     assert "build: OSError: nvcc failed" in text
+
+
+def test_a_timing_process_past_its_timeout_is_ended_with_what_it_started(tmp_path, monkeypatch):
+    """A build cut by the timeout used to leave its compilers running (only the timing process was killed),
+    holding the cores the next builds needed. Here the 'timing process' starts a child of its own and hangs."""
+    import os
+    import time
+
+    import debugger.bench.perf as perf
+
+    pid_file = tmp_path / "child.pid"
+    fake = tmp_path / "fake_python"
+    fake.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(perf.sys, "executable", str(fake))
+    out = run_timing({"op": "ceilings"}, timeout=2)
+    assert "within 2 s" in out["error"]
+    child = int(pid_file.read_text())
+    for _ in range(50):  # reaped by init shortly after the kill
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the timing process's child outlived its timeout")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,17 +32,25 @@ def run_timing(spec: dict, timeout: float = 600.0) -> dict:
             env = scrubbed_env(env)
             env.update(TMPDIR=scratch, HOME=scratch, TRITON_CACHE_DIR=spec["sandbox"]["cache"])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_DIR), env.get("PYTHONPATH")]))
+        # its own process group, so that a timeout also ends the compilers a build started (left running,
+        # they held the cores the next builds needed)
+        proc = subprocess.Popen([sys.executable, "-m", "debugger.bench.timing", str(path)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, cwd=scratch, start_new_session=True)
         try:
-            proc = subprocess.run([sys.executable, "-m", "debugger.bench.timing", str(path)], capture_output=True,
-                                  text=True, timeout=timeout, env=env, cwd=scratch)
+            stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.communicate()
             return {"ok": False, "error": f"timing did not finish within {timeout:g} s"}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    lines = [ln for ln in stdout.splitlines() if ln.strip()]
     try:
         result = json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
         return {"ok": False, "error": f"timing process exited {proc.returncode} without a result",
-                "stderr_tail": proc.stderr[-1500:]}
+                "stderr_tail": stderr[-1500:]}
     return result
 
 
