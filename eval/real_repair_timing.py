@@ -13,7 +13,9 @@ get_inputs(), interleaved rounds of triton's do_bench, medians). The repairs are
 timing and build processes are confined as sandbox workers are (`case_timing(..., sandbox=...)`).
 
 With --originals (the case folders of the answers before repair, OUT/cases/ of the repair run), the original
-answer is timed beside them: what a repair cost, apart from what the answer's own design costs.
+answer is timed beside them: what a repair cost, apart from what the answer's own design costs. An original whose
+extension sources the repair left as they were (a host-side fix) runs the same kernels and is not timed again (the
+row says so), and the repairs that changed a kernel are timed first.
 
 Writes OUT/rows.jsonl (one row a case: reference_ms, repaired_ms, speedup_vs_reference = reference /
 repaired, candidate_ms with --originals, the rounds' spread, max_abs_err against the reference, peak bytes,
@@ -51,12 +53,35 @@ def sandbox_for(folder: Path) -> dict:
     return {"deny_read": [str(folder.resolve())], "cache": str(cache)}
 
 
+def original_source(folder: Path, originals: Path | None) -> str | None:
+    original = originals / folder.name / "candidate.py" if originals else None
+    return original.read_text() if original is not None and original.is_file() else None
+
+
+def same_kernels(folder: Path, originals: Path | None) -> bool:
+    """The repair left the answer's extension sources as they were (a host-side fix: parameters, wrappers):
+    the original runs the same kernels on the same shapes, so timing it again tells nothing."""
+    from debugger.lang.cuda.sources import build_key
+
+    original = original_source(folder, originals)
+    if original is None:
+        return False
+    key = build_key((folder / "candidate.py").read_text())
+    return key is not None and key == build_key(original)
+
+
 def implementations(folder: Path, originals: Path | None) -> dict[str, str]:
     impls = {"repaired": (folder / "candidate.py").read_text()}
-    original = originals / folder.name / "candidate.py" if originals else None
-    if original is not None and original.is_file():
-        impls["candidate"] = original.read_text()
+    original = original_source(folder, originals)
+    if original is not None and not same_kernels(folder, originals):
+        impls["candidate"] = original
     return impls
+
+
+def timing_order(folders: list[Path], originals: Path | None) -> list[Path]:
+    """Repairs that changed a kernel first: their timing says what the repair cost; a host-side repair's
+    kernels are the answer's own."""
+    return sorted(folders, key=lambda d: same_kernels(d, originals))
 
 
 def build(folder: Path, originals: Path | None, timeout: float) -> dict:
@@ -66,11 +91,14 @@ def build(folder: Path, originals: Path | None, timeout: float) -> dict:
     return out.get("repaired") or {"error": out.get("error", "build failed")}
 
 
-def row_of(folder: Path, timing: dict, seconds: float) -> dict:
+def row_of(folder: Path, timing: dict, seconds: float, originals: Path | None = None) -> dict:
     keep = ("device", "reference_ms", "repaired_ms", "candidate_ms", "speedup_vs_reference", "spread", "max_abs_err",
             "peak_bytes", "errors", "error")
-    return {"id": folder.name.replace("__", "/"), **{k: timing.get(k) for k in keep if timing.get(k) is not None},
-            "seconds": round(seconds, 1)}
+    row = {"id": folder.name.replace("__", "/"), **{k: timing.get(k) for k in keep if timing.get(k) is not None},
+           "seconds": round(seconds, 1)}
+    if same_kernels(folder, originals):
+        row["original"] = "same kernels as the repair"
+    return row
 
 
 def table(rows: list[dict], command: str) -> str:
@@ -83,7 +111,8 @@ def table(rows: list[dict], command: str) -> str:
              "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in sorted(rows, key=lambda r: r["id"]):
         spread = r.get("spread") or {}
-        note = r.get("error") or "; ".join(f"{k}: {v}" for k, v in (r.get("errors") or {}).items())
+        note = r.get("error") or "; ".join(f"{k}: {v}" for k, v in (r.get("errors") or {}).items()) \
+            or r.get("original", "")
         speedup = r.get("speedup_vs_reference")
         lines.append(f"| {r['id']} | {_ms(r.get('reference_ms'))} | {_ms(r.get('repaired_ms'))} | "
                      f"{f'{speedup:.2f}x' if speedup else ''} | {_ms(r.get('candidate_ms'))} | "
@@ -125,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     if opts.resume and rows_path.is_file():
         done = {r["id"]: r for r in map(json.loads, rows_path.read_text().splitlines()) if r.get("repaired_ms")}
     rows_path.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
-    todo = [d for d in case_folders(opts.dir, opts.match) if d.name.replace("__", "/") not in done]
+    todo = timing_order([d for d in case_folders(opts.dir, opts.match) if d.name.replace("__", "/") not in done],
+                        opts.originals)
     print(f"real_repair_timing: {len(todo)} to time, {len(done)} kept", file=sys.stderr)
     built: dict[Path, dict] = {}
 
@@ -149,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             timing = case_timing((folder / "reference.py").read_text(), implementations(folder, opts.originals),
                                  ceilings,
                                  timeout=opts.timeout, sandbox=sandbox_for(folder), rounds=opts.rounds)
-            row = row_of(folder, timing, time.time() - t)
+            row = row_of(folder, timing, time.time() - t, opts.originals)
         done[row["id"]] = row
         with rows_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
