@@ -46,18 +46,23 @@ class ModelNew(nn.Module):
 '''
 
 
-def test_extension_builds_under_a_user_set_torch_extensions_dir(tmp_path, monkeypatch):
-    base = tmp_path / "ext"
+def evaluate_under(base, monkeypatch, timeout):
+    """One seed check of CANDIDATE with TORCH_EXTENSIONS_DIR=base, in a sandbox of its own (the process-wide
+    one's workers keep the environment they started with)."""
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(base))
     monkeypatch.delenv("KDEBUG_TORCH_EXTENSIONS_BASE", raising=False)
     checks = [{"name": "seed0", "kind": "seed", "seed": 0}]
-    # a sandbox of its own: the process-wide one's workers keep the environment they started with
-    sandbox = Sandbox("cpu", timeout=300)
+    sandbox = Sandbox("cpu", timeout=timeout)
     try:
-        report = run_evaluation(case_from_sources(REFERENCE, CANDIDATE), device="cpu", checks=checks, timeout=300,
-                                sandbox=sandbox).report
+        return run_evaluation(case_from_sources(REFERENCE, CANDIDATE), device="cpu", checks=checks, timeout=timeout,
+                              sandbox=sandbox).report
     finally:
         sandbox.close()
+
+
+def test_extension_builds_under_a_user_set_torch_extensions_dir(tmp_path, monkeypatch):
+    base = tmp_path / "ext"
+    report = evaluate_under(base, monkeypatch, 300)
     assert report.status == "pass", report.message
     built = [p for p in base.iterdir() if p.is_dir()]
     assert len(built) == 1 and (built[0] / "relu2_ext").is_dir(), sorted(base.rglob("*"))
@@ -66,21 +71,13 @@ def test_extension_builds_under_a_user_set_torch_extensions_dir(tmp_path, monkey
 def test_a_build_lock_left_by_a_killed_worker_does_not_block_the_next_evaluation(tmp_path, monkeypatch):
     """A worker killed mid-build (a timeout) leaves torch's lock file in the keyed build folder; the next
     evaluation of the same sources (or of a repair that changed only host code) used to wait on it until its
-    own timeout. Seen on the H100 (repairs' builds cut at 150 s, then their timing hung)."""
+    own timeout (on the H100, a repair's timing ran past 90 s twice after its build was cut at 150 s)."""
     from debugger.lang.cuda.sources import build_key
 
     base = tmp_path / "ext"
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(base))
-    monkeypatch.delenv("KDEBUG_TORCH_EXTENSIONS_BASE", raising=False)
     folder = base / build_key(CANDIDATE) / "relu2_ext"
     folder.mkdir(parents=True)
     (folder / "lock").write_text("")  # as a SIGKILLed builder leaves it
-    checks = [{"name": "seed0", "kind": "seed", "seed": 0}]
-    sandbox = Sandbox("cpu", timeout=150)
-    try:
-        report = run_evaluation(case_from_sources(REFERENCE, CANDIDATE), device="cpu", checks=checks, timeout=150,
-                                sandbox=sandbox).report
-    finally:
-        sandbox.close()
+    report = evaluate_under(base, monkeypatch, 150)
     assert report.status == "pass", report.message
     assert not (folder / "lock").exists()
