@@ -3,7 +3,7 @@
     python eval/real_pool.py PATH [--device cpu|cuda] [--limit N] [--only mismatch|correct|all]
                              [--diagnose] [--repair] [--jobs N] [--out DIR] [--resume]
                              [--semantics kernel|kernelbench] [--sizes auto|published|small]
-                             [--match GLOB] [--shard K/N] [--deadline S]
+                             [--match GLOB] [--shard K/N] [--deadline S] [--skip-judged ROWS...]
     python eval/real_pool.py --from-rows A/rows.json B/rows.json [--out DIR]    # shards merged, nothing run
     python eval/real_pool.py --verify-repairs OUT/repairs [--device cuda --sizes published ...]
 
@@ -26,6 +26,8 @@ OUT/rows.json (rows + summary) and OUT/table.md (the agreement matrix per semant
 disagreements, repair counts per diagnosed class, time), the Markdown for eval/RESULTS.md. A run
 that does not fit one sitting (a device call of 10 minutes) is cut into `--shard K/N` slices, each with
 a `--deadline` to stop starting answers in time, and their rows.json files merged with --from-rows.
+A campaign over several device sessions passes the rows committed so far with --skip-judged: what they
+judged is left out, what they could not judge (time, memory) is run again.
 
 --verify-repairs DIR judges repairs made elsewhere: DIR holds the case folders a --repair run writes
 under OUT/repairs/ (reference.py, case.toml, candidate.py = the repaired answer), and each is run
@@ -425,6 +427,19 @@ def shard(answers: list[Answer], spec: str | None) -> list[Answer]:
     return answers[k - 1::n]
 
 
+def judged_ids(paths: list[Path], semantics: str) -> set[str]:
+    """The answers these rows gave a verdict under `semantics`: pass or mismatch, or a compile or runtime error
+    that is the answer's own (not out of GPU memory beside other evaluations). What kdebug could not judge -
+    timeouts, memory, a reference that could not run (invalid_input) - is run again."""
+    judged = set()
+    for r in read_rows(paths)[0]:
+        got = verdict(r, semantics)
+        if got in ("pass", "mismatch") or (got in ("compile_error", "runtime_error")
+                                           and not out_of_memory(r.get("eval") or {})):
+            judged.add(r["id"])
+    return judged
+
+
 def read_rows(paths: list[Path]) -> tuple[list[dict], list[dict]]:
     """(rows, the summaries they came with) of rows.jsonl / rows.json files; a later row of the same id wins."""
     rows: dict[str, dict] = {}
@@ -638,6 +653,9 @@ def parse(argv=None):
     ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N interleaved slices of the selection")
     ap.add_argument("--deadline", type=float, metavar="S",
                     help="start no answer after S seconds; the rest is left out (and counted)")
+    ap.add_argument("--skip-judged", nargs="+", type=Path, default=[], metavar="ROWS",
+                    help="leave out the answers these rows.jsonl / rows.json files of earlier runs judged (under "
+                         "--semantics, kernelbench's by default): a campaign over several device sessions")
     ap.add_argument("--from-rows", nargs="+", type=Path, metavar="ROWS",
                     help="run nothing: the table of these rows.jsonl / rows.json files (shards merged)")
     ap.add_argument("--verify-repairs", type=Path, metavar="DIR",
@@ -803,6 +821,9 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     answers, unread = read_pool(opts.path, opts.problems)
     chosen = shard(select(answers, opts.only, opts.limit, opts.match), opts.shard)
+    if opts.skip_judged:
+        judged = judged_ids(opts.skip_judged, opts.semantics or "kernelbench")
+        chosen = [a for a in chosen if a.id not in judged]
     rows_path = out / "rows.jsonl"
     done = {}
     if opts.resume and rows_path.is_file():
@@ -843,7 +864,8 @@ def main(argv=None) -> int:
     rows = [r for r in results if r is not None]
     selection = f"--only {opts.only}" + (f" --limit {opts.limit}" if opts.limit else "") + \
         (f" --match {opts.match}" if opts.match else "") + \
-        (f" --shard {opts.shard}" if opts.shard else "")
+        (f" --shard {opts.shard}" if opts.shard else "") + \
+        (f" (less {len(opts.skip_judged)} earlier runs' judged answers)" if opts.skip_judged else "")
     meta = {"pool": str(opts.path), "device": opts.device, "selection": selection,
             "command": f"python eval/real_pool.py {_argv_text(argv)}",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": commit,

@@ -501,3 +501,32 @@ def test_a_waiting_evaluation_goes_before_a_new_gate_that_would_fit():
     evaluation.join(5), gate.join(5)
     assert order == ["eval", "gate"]
     assert memory.need(Path("/nonexistent/reference.py")) == 10
+
+
+def test_a_campaign_leaves_out_what_earlier_runs_judged_and_runs_again_what_they_could_not(tmp_path):
+    base = {"pool": "cases", "recorded_class": "nearmiss", "recorded": "fail", "flags": {}}
+
+    def row(id_, status, message="", **kb):
+        return {**base, "id": id_, "eval": {"status": status, "message": message,
+                                            "kernelbench": {"status": kb.get("kb", status)}}}
+    earlier = [row("a", "pass"), row("b", "mismatch"), row("c", "compile_error"),
+               row("d", "runtime_error", "CUDA error: out of memory"), row("e", "invalid_input"),
+               {**base, "id": "f", "eval": {"error": "timed out"}}, row("g", "mismatch", kb="pass")]
+    rows = tmp_path / "earlier.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in earlier))
+    assert real_pool.judged_ids([rows], "kernelbench") == {"a", "b", "c", "g"}
+    # a later run that judged d wins over the earlier out-of-memory row
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps({"summary": {}, "rows": [row("d", "mismatch")]}))
+    assert real_pool.judged_ids([rows, later], "kernelbench") == {"a", "b", "c", "d", "g"}
+    # the selection: the tiny pool's answers less those its earlier rows judged
+    pool = cases_pool(tmp_path)
+    ids = sorted(a.id for a in read_pool(pool)[0])
+    judged = tmp_path / "pool_rows.jsonl"
+    judged.write_text(json.dumps(row(ids[0], "pass")) + "\n")
+    out = tmp_path / "out"
+    # --deadline 0: no answer starts, and the summary counts what was chosen
+    assert real_pool.main([str(pool), "--skip-judged", str(judged), "--deadline", "0", "--out", str(out)]) == 0
+    summary = json.loads((out / "rows.json").read_text())["summary"]
+    assert summary["left_by_deadline"] == len(ids) - 1
+    assert "less 1 earlier runs' judged answers" in summary["selection"]
