@@ -664,6 +664,9 @@ def parse(argv=None):
     opts = ap.parse_args(argv)
     if sum(x is not None for x in (opts.path, opts.from_rows, opts.verify_repairs)) != 1:
         ap.error("give PATH, --from-rows ROWS... or --verify-repairs DIR")
+    missing = [str(p) for p in opts.skip_judged if not p.is_file()]
+    if missing:
+        ap.error(f"--skip-judged: no such rows file: {', '.join(missing)}")
     if opts.verify_repairs is not None and not opts.verify_repairs.is_dir():
         ap.error(f"--verify-repairs: {opts.verify_repairs} is not a folder")
     opts.verify_checks = opts.checks if opts.verify_repairs is not None else None

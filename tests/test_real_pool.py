@@ -530,3 +530,5 @@ def test_a_campaign_leaves_out_what_earlier_runs_judged_and_runs_again_what_they
     summary = json.loads((out / "rows.json").read_text())["summary"]
     assert summary["left_by_deadline"] == len(ids) - 1
     assert "less 1 earlier runs' judged answers" in summary["selection"]
+    with pytest.raises(SystemExit):  # a rows file that is not there: a one-line error, nothing run
+        real_pool.parse([str(pool), "--skip-judged", str(tmp_path / "missing.jsonl")])

@@ -5,8 +5,8 @@ load_inline serialises the builds of one extension folder with a bare lock file
 process while it exists. A worker killed mid-build (a check's timeout, a run's deadline) leaves the file
 behind, and every later build of the same sources - the next evaluation of the candidate, a repair that
 changed only its host code (the same keyed folder, roles.extension_build_dir), the timing of either - waits
-until its own timeout. Seen on the H100: repairs whose builds were cut at 150 s, then their timing hung past
-90 s, twice each.
+until its own timeout (on the H100, a repair whose build was cut at 150 s then ran past its timing's 90 s,
+twice).
 
 OwnedBaton pairs the lock file with an flock on a side file (`lock.owner`), which the kernel lets go when
 its holder dies, however it dies. A lock file whose side file nobody holds is stale: the next builder
