@@ -430,13 +430,15 @@ def shard(answers: list[Answer], spec: str | None) -> list[Answer]:
 def judged_ids(paths: list[Path], semantics: str) -> set[str]:
     """The answers these rows gave a verdict under `semantics`: pass or mismatch, or a compile or runtime error
     that is the answer's own (not out of GPU memory beside other evaluations). What kdebug could not judge -
-    timeouts, memory, a reference that could not run (invalid_input) - is run again."""
+    timeouts, memory, a reference that could not run (invalid_input) - is run again. An answer any of the files
+    judged counts, whatever another file says of it (a CPU run's not_runnable does not undo a GPU's verdict)."""
     judged = set()
-    for r in read_rows(paths)[0]:
-        got = verdict(r, semantics)
-        if got in ("pass", "mismatch") or (got in ("compile_error", "runtime_error")
-                                           and not out_of_memory(r.get("eval") or {})):
-            judged.add(r["id"])
+    for path in paths:
+        for r in read_rows([path])[0]:
+            got = verdict(r, semantics)
+            if got in ("pass", "mismatch") or (got in ("compile_error", "runtime_error")
+                                               and not out_of_memory(r.get("eval") or {})):
+                judged.add(r["id"])
     return judged
 
 

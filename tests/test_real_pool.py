@@ -519,6 +519,10 @@ def test_a_campaign_leaves_out_what_earlier_runs_judged_and_runs_again_what_they
     later = tmp_path / "later.json"
     later.write_text(json.dumps({"summary": {}, "rows": [row("d", "mismatch")]}))
     assert real_pool.judged_ids([rows, later], "kernelbench") == {"a", "b", "c", "d", "g"}
+    # nor does a later file that could not judge an answer undo an earlier verdict
+    cpu = tmp_path / "cpu.jsonl"
+    cpu.write_text(json.dumps({**base, "id": "a", "not_runnable": "inline PTX"}) + "\n")
+    assert "a" in real_pool.judged_ids([rows, cpu], "kernelbench")
     # the selection: the tiny pool's answers less those its earlier rows judged
     pool = cases_pool(tmp_path)
     ids = sorted(a.id for a in read_pool(pool)[0])
