@@ -872,3 +872,44 @@ def test_kernelbench_trials_out_of_memory_are_not_run_at_other_sizes():
     report = evaluate(case_from_sources(OOM_REF, oom_always), "cpu", checks=[kernelbench_checks()[0]],
                       semantics="kernelbench")
     assert report.status == "runtime_error" and "shapes" not in report.checks[0].spec
+
+
+PATCH_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, img_size=256):
+        super().__init__()
+        self.img_size = img_size
+        self.proj = nn.Conv2d(3, 8, 4, stride=4)
+
+    def forward(self, x):
+        assert x.shape[-1] == self.img_size, f"image {x.shape[-1]} is not the model's {self.img_size}"
+        scale = float(self.proj.weight.abs().max().item())  # .item(): no forward on the meta device
+        return self.proj(x) / scale
+
+
+batch_size = 32
+image_size = 256
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 3, image_size, image_size)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_small_sizes_the_meta_device_cannot_check_are_checked_by_a_real_forward():
+    """The reference's forward cannot run on the meta device (.item()), so the plan cannot see that a halved
+    image breaks it (the model asserts the size it was built for, as SwinMLP's does). Halving the batch alone
+    does not fit the CPU's 1 MiB, so image_size was halved too and every trial failed, reported as the
+    candidate's runtime error; one real forward of the reference now puts image_size back."""
+    new = PATCH_REF.replace("class Model(", "class ModelNew(")
+    report = evaluate(case_from_sources(PATCH_REF, new), "cpu", checks=kernelbench_checks()[:2], sizes="small")
+    assert report.sizes["shapes"] == {"batch_size": 2}, report.sizes
+    assert report.status == "pass", report.message
