@@ -371,7 +371,7 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
 def _shapes_the_reference_runs(case: Case, reference, shapes: dict, timeout: float) -> dict:
     """Reduced shapes the meta device could not vouch for (the reference's forward fails there whatever the
     shapes: `.item()`, data-dependent ops): one real forward of the reference at them, and while it fails the
-    constant scaled last goes back to its published value. SwinMLP's Model asserts the image size it was built
+    constant last in the scaling order (debugger/sizes.py) goes back to its published value. SwinMLP's Model asserts the image size it was built
     for: at a halved image every check failed, the reference's trial as much as the candidate's."""
     from debugger import sizes as plan
 
@@ -381,7 +381,8 @@ def _shapes_the_reference_runs(case: Case, reference, shapes: dict, timeout: flo
         if _reference_accepts(reference, {"name": "sizes_plan", "kind": "seed", "seed": 0, "shapes": shapes},
                               timeout):
             break
-        shapes.pop([k for k in order if k in shapes][-1] if any(k in shapes for k in order) else next(iter(shapes)))
+        scaled = [k for k in order if k in shapes] or list(shapes)[:1]
+        shapes.pop(scaled[-1])
     return shapes
 
 

@@ -8,11 +8,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from torch.utils.file_baton import FileBaton
 
 from debugger.sandbox.extension_lock import OwnedBaton, install
+
+REPO = Path(__file__).resolve().parents[1]
 
 HOLDER = textwrap.dedent('''
     import sys, time
@@ -27,7 +30,7 @@ HOLDER = textwrap.dedent('''
 
 def holder(lock, seconds):
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), str(seconds)], stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.stdout.readline().strip() == "held"
     return proc
 
