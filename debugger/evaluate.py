@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from debugger import gpu_check, trace
 from debugger.case import Case
@@ -386,11 +387,12 @@ def _shapes_the_reference_runs(case: Case, reference, shapes: dict, timeout: flo
     return shapes
 
 
-def sandbox_cache_dir():
-    """The compiler cache folder workers may write (Triton's cache)."""
+def sandbox_cache_dir(data: Path | None = None):
+    """The compiler cache folder workers may write (Triton's cache; load_inline's builds under it): in kdebug's
+    data folder, or in DATA, the one a kdebug subprocess with KDEBUG_DATA_DIR=DATA uses."""
     from debugger.settings import data_dir
 
-    return data_dir() / "triton-cache"
+    return (data if data is not None else data_dir()) / "triton-cache"
 
 
 def _worst(statuses) -> str:

@@ -229,6 +229,26 @@ def run_answer(answer: Answer, case: Path, kd: Kdebug, opts, out: Path) -> dict:
     return row
 
 
+def prebuild(case: Path, kd: Kdebug, timeout: float) -> dict | None:
+    """On a GPU: the answer's load_inline build (a minute of nvcc on the host's cores) in a confined process,
+    into the extensions cache of kd's data folder, where its `kdebug eval` finds it; so that the GPU memory an
+    evaluation is admitted with is not held through its build. {"ok"} or {"error"}, with "seconds"; None for
+    an answer that builds no extension. A failed build is left to the evaluation to report."""
+    from debugger.bench.perf import build_extension
+    from debugger.evaluate import sandbox_cache_dir
+    from debugger.lang.cuda.emulate import builds_extension
+
+    src = (case / "candidate.py").read_text()
+    if not builds_extension(src):
+        return None
+    t = time.time()
+    cache = sandbox_cache_dir(Path(kd.env["KDEBUG_DATA_DIR"]))
+    cache.mkdir(parents=True, exist_ok=True)
+    built = build_extension(src, (case / "reference.py").read_text(),
+                            {"deny_read": [str(case.resolve())], "cache": str(cache)}, timeout)
+    return {**built, "seconds": round(time.time() - t, 1)}
+
+
 def _step(h: dict) -> dict:
     """One repair iteration for the row; a rejected one keeps the gate's reasons (a rejection read later
     needs them, not a re-run)."""
@@ -841,31 +861,58 @@ def main(argv=None) -> int:
     lock = threading.Lock()
     memory = DeviceMemory(int(opts.gpu_memory_gb * 2**30)) if opts.device == "cuda" else None
 
-    def one(answer: Answer) -> dict | None:
+    late = lambda: opts.deadline is not None and time.time() - t0 > opts.deadline  # noqa: E731
+    # a GPU run's builds go at most this many answers ahead of their evaluations (memory-bound evaluations
+    # would otherwise leave builds, done on the cores the evaluations draw their inputs with, never used)
+    ahead = threading.BoundedSemaphore(2 * max(1, opts.jobs))
+
+    def stage(answer: Answer) -> tuple[Answer, Path | None, dict | None] | None:
+        """The case folder and, on a GPU, the answer's extension built before its evaluation is admitted."""
         if answer.id in done:
-            return done[answer.id]
-        if opts.deadline is not None and time.time() - t0 > opts.deadline:
+            return answer, None, None
+        if late():
             return None
         case = answer.write(out / "cases")
         if memory is None:
-            row = run_answer(answer, case, kd, opts, out)
-        else:
-            need = memory.need(case / "reference.py")
-            with memory.hold(need):
-                if opts.deadline is not None and time.time() - t0 > opts.deadline:
-                    return None
+            return answer, case, None
+        ahead.acquire()
+        return answer, case, prebuild(case, kd, opts.timeout)
+
+    def one(staged: tuple[Answer, Path | None, dict | None] | None) -> dict | None:
+        if staged is None:
+            return None
+        answer, case, built = staged
+        if case is None:
+            return done[answer.id]
+        try:
+            if memory is None:
                 row = run_answer(answer, case, kd, opts, out)
-            row["memory_estimate_bytes"] = need
+            else:
+                need = memory.need(case / "reference.py")
+                with memory.hold(need):
+                    if late():
+                        return None
+                    row = run_answer(answer, case, kd, opts, out)
+                row["memory_estimate_bytes"] = need
+                if built is not None:
+                    row["prebuild"] = built
+        finally:
+            if memory is not None:
+                ahead.release()
         with lock, rows_path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         ev = row.get("eval") or {}
         print(f"  {answer.id}: recorded {answer.recorded}, kernel {verdict(row, 'kernel')}, kernelbench "
               f"{verdict(row, 'kernelbench')}" + (f", repair {row['repair']['status']}" if "repair" in row else "")
-              + (f" ({ev.get('seconds')} s)" if ev else ""), file=sys.stderr)
+              + (f" ({ev.get('seconds')} s" + (f", built before in {built['seconds']} s" if built else "") + ")"
+                 if ev else ""), file=sys.stderr)
         return row
 
-    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        results = list(pool.map(one, chosen))
+    # Two stages on a GPU, as in verify_main: the builds (host cores) feed the evaluations (admitted by memory)
+    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as builds, \
+            ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as evals:
+        judged = [evals.submit(one, b.result()) for b in as_completed([builds.submit(stage, a) for a in chosen])]
+        results = [j.result() for j in judged]
     rows = [r for r in results if r is not None]
     selection = f"--only {opts.only}" + (f" --limit {opts.limit}" if opts.limit else "") + \
         (f" --match {opts.match}" if opts.match else "") + \

@@ -59,6 +59,16 @@ def measure_ceilings(timeout: float = 600.0) -> dict:
     return run_timing({"op": "ceilings"}, timeout)
 
 
+def build_extension(candidate_src: str, reference_src: str, sandbox: dict, timeout: float = 600.0) -> dict:
+    """The candidate's load_inline build alone, in a confined process ("sandbox": {"deny_read", "cache"}), into
+    the extensions folder under the cache that an evaluation with the same cache builds into and then loads
+    from: {"ok": True} or {"error"}. The module is imported and no ModelNew built, so nothing is put on the
+    device: the build (a minute of the host's cores) can run before an evaluation takes its share of the GPU."""
+    out = run_timing({"op": "build", "device": "cuda", "construct": False, "reference_src": reference_src,
+                      "implementations": {"candidate": candidate_src}, "sandbox": sandbox}, timeout)
+    return out.get("candidate") or {"error": out.get("error", "build failed")}
+
+
 def _num(v):
     return v if isinstance(v, (int, float)) else None
 

@@ -14,9 +14,11 @@ SPEC is a JSON object, or the path of a file holding one:
            elements read as NaN)} or {"error"}. The rounds interleave the implementations in a rotating
            order, so that no one of them alone meets a slow moment of the machine.
 
-    {"op": "build", "reference_src": ..., "implementations": {...}, "device": "cuda"}
+    {"op": "build", "reference_src": ..., "implementations": {...}, "device": "cuda", "construct": true}
         -> {"ok", name: {"ok"} or {"error"}}: each implementation built once (load_inline's nvcc build lands
            in the extensions cache), so that builds can run side by side before the timings run one at a time.
+           "construct": false only imports each (a module-level load_inline builds then): no ModelNew, so
+           nothing is put on the device.
 
 Inputs are drawn on the device from the reference's get_inputs() under the seed, afresh for every
 implementation; ModelNew gets the reference's parameters where state_dict keys match (as in the
@@ -170,7 +172,8 @@ def confine(box: dict, scratch: Path) -> None:
                              allow_write=[str(scratch), box["cache"], tempfile.gettempdir(), *extension_base_dirs()])
 
 
-def _load_implementation(src: str, folder: Path, name: str, ref_module, device: str, box: dict | None):
+def _load_implementation(src: str, folder: Path, name: str, ref_module, device: str, box: dict | None,
+                         construct: bool = True):
     from debugger.inputs import build_candidate, load_module
 
     if box:
@@ -178,6 +181,8 @@ def _load_implementation(src: str, folder: Path, name: str, ref_module, device: 
 
         extension_build_dir({"allow_write": [box["cache"]], "candidate_src": src})
     module = load_module(src, folder, name)
+    if not construct:
+        return module
     model, _ = build_candidate(ref_module, module, {"init_seed": 0}, device)
     return model
 
@@ -194,7 +199,8 @@ def build_all(spec: dict) -> dict:
     result = {"ok": True}
     for i, (name, src) in enumerate((spec.get("implementations") or {}).items()):
         try:
-            _load_implementation(src, folder, f"bench_impl_{i}", ref_module, device, spec.get("sandbox"))
+            _load_implementation(src, folder, f"bench_impl_{i}", ref_module, device, spec.get("sandbox"),
+                                 spec.get("construct", True))
             result[name] = {"ok": True}
         except Exception as e:  # noqa: BLE001 - that implementation's result
             result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
