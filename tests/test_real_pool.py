@@ -198,6 +198,19 @@ def test_end_to_end_on_a_tiny_pool(tmp_path):
     assert not list((pool / "honest" / "add__m1").glob("*.repaired.py"))
 
 
+def test_no_answer_starts_after_the_deadline(tmp_path):
+    """Case folders are written ahead of the evaluations (on a GPU, builds too): the deadline holds where an
+    evaluation starts. One answer at a time, a deadline shorter than one evaluation: the second never starts."""
+    pool = tmp_path / "pool"
+    case(pool / "honest" / "add__m1", TORCH_ADD)
+    case(pool / "honest" / "add__m2", TORCH_ADD)
+    out = tmp_path / "out"
+    assert real_pool.main([str(pool), "--device", "cpu", "--out", str(out), "--timeout", "300", "--jobs", "1",
+                           "--deadline", "1"]) == 0
+    data = json.loads((out / "rows.json").read_text())
+    assert [r["id"] for r in data["rows"]] == ["honest/add__m1"] and data["summary"]["left_by_deadline"] == 1
+
+
 def test_shards_cover_the_selection_once_and_merge(tmp_path):
     answers = read_pool(cases_pool(tmp_path))[0]
     slices = [real_pool.shard(answers, f"{k}/2") for k in (1, 2)]
