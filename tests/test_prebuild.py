@@ -45,17 +45,24 @@ def own_extensions_base(monkeypatch) -> None:
     monkeypatch.delenv("KDEBUG_TORCH_EXTENSIONS_BASE", raising=False)
 
 
-def test_the_evaluation_loads_what_the_prebuild_built(tmp_path, monkeypatch):
+def test_the_prebuild_constructs_nothing_and_the_evaluation_loads_its_build(tmp_path, monkeypatch):
     data = tmp_path / "data"
     monkeypatch.setenv("KDEBUG_DATA_DIR", str(data))
     own_extensions_base(monkeypatch)
-    case = answer_case(tmp_path, CANDIDATE)
+    case = answer_case(tmp_path, UNCONSTRUCTIBLE)
     built = real_pool.prebuild(case, real_pool.Kdebug(data), 300)
-    assert built["ok"] is True and built["seconds"] > 0, built
-    library = built_library(data, CANDIDATE)
+    assert built["ok"] is True and built["seconds"] > 0, built  # constructing ModelNew would have raised
+    library = built_library(data, UNCONSTRUCTIBLE)
     assert library.is_file(), sorted(p.name for p in (sandbox_cache_dir(data) / "torch_extensions").rglob("*"))
     stamp = library.stat().st_mtime_ns
+    # the timing's build op with construct (its default) does construct ModelNew: the error shows there
+    out = run_timing({"op": "build", "device": "cpu", "reference_src": REFERENCE,
+                      "implementations": {"c": UNCONSTRUCTIBLE},
+                      "sandbox": {"deny_read": [str(case)], "cache": str(sandbox_cache_dir(data))}}, 300)
+    assert "constructed" in out["c"]["error"]
 
+    # CANDIDATE differs from it in host code only: the same build, which its evaluation loads
+    assert build_key(CANDIDATE) == build_key(UNCONSTRUCTIBLE)
     sandbox = Sandbox("cpu", timeout=300)  # its workers start with KDEBUG_DATA_DIR=data, as `kdebug eval`'s do
     try:
         report = run_evaluation(case_from_sources(REFERENCE, CANDIDATE), device="cpu",
@@ -66,20 +73,6 @@ def test_the_evaluation_loads_what_the_prebuild_built(tmp_path, monkeypatch):
     assert report.status == "pass", report.message
     assert library.stat().st_mtime_ns == stamp  # loaded, not built again
     assert [p.name for p in (sandbox_cache_dir(data) / "torch_extensions").iterdir()] == [build_key(CANDIDATE)]
-
-
-def test_the_prebuild_builds_without_constructing_the_model(tmp_path, monkeypatch):
-    own_extensions_base(monkeypatch)
-    data = tmp_path / "data"
-    case = answer_case(tmp_path, UNCONSTRUCTIBLE)
-    built = real_pool.prebuild(case, real_pool.Kdebug(data), 300)
-    assert built["ok"] is True, built  # constructing ModelNew would have raised
-    assert built_library(data, UNCONSTRUCTIBLE).is_file()
-    # the timing's build op with construct (its default) does construct ModelNew: the error shows there
-    out = run_timing({"op": "build", "device": "cpu", "reference_src": REFERENCE,
-                      "implementations": {"c": UNCONSTRUCTIBLE},
-                      "sandbox": {"deny_read": [str(case)], "cache": str(sandbox_cache_dir(data))}}, 300)
-    assert "constructed" in out["c"]["error"]
 
 
 def test_answers_that_build_no_extension_are_not_prebuilt(tmp_path):
