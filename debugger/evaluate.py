@@ -372,8 +372,9 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
 def _shapes_the_reference_runs(case: Case, reference, shapes: dict, timeout: float) -> dict:
     """Reduced shapes the meta device could not vouch for (the reference's forward fails there whatever the
     shapes: `.item()`, data-dependent ops): one real forward of the reference at them, and while it fails the
-    constant last in the scaling order (debugger/sizes.py) goes back to its published value. SwinMLP's Model asserts the image size it was built
-    for: at a halved image every check failed, the reference's trial as much as the candidate's."""
+    constant last in the scaling order (debugger/sizes.py) goes back to its published value. SwinMLP's Model
+    asserts the image size it was built for: at a halved image every check failed, the reference's trial as much
+    as the candidate's."""
     from debugger import sizes as plan
 
     order = [*plan.input_constants(case.reference_src), *plan.init_constants(case.reference_src)]

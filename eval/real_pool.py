@@ -408,6 +408,14 @@ def out_of_memory(field: dict) -> bool:
     return any(("out of memory" in t.lower() or "out of gpu memory" in t.lower()) for t in texts)
 
 
+def two_stages(first, second, items: list, first_jobs: int, second_jobs: int) -> list:
+    """second(first(item)) for each item, first's results handed to second as they finish: on a GPU the
+    stage that builds (host cores) feeds the stage admitted by memory. second's results, in that order."""
+    with ThreadPoolExecutor(max_workers=first_jobs) as firsts, ThreadPoolExecutor(max_workers=second_jobs) as seconds:
+        done = [seconds.submit(second, f.result()) for f in as_completed([firsts.submit(first, i) for i in items])]
+        return [d.result() for d in done]
+
+
 # -- selecting answers ---------------------------------------------------------------------------
 def select(answers: list[Answer], only: str, limit: int | None, match: str | None = None) -> list[Answer]:
     """Answers with a case folder to write, whose id matches the glob `match`, by recorded verdict
@@ -818,10 +826,9 @@ def verify_main(opts, argv) -> int:
         return row
 
     gate_jobs = max(1, opts.jobs) * (2 if memory is not None else 1)
-    with ThreadPoolExecutor(max_workers=gate_jobs) as gates, ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as evals:
-        judged = [evals.submit(judge, g.result()) for g in as_completed([gates.submit(gate, f) for f in todo])]
-        rows = sorted([*(r for r in (j.result() for j in judged) if r is not None),
-                       *(done[i] for i in ids.values() if i in done)], key=lambda r: r["id"])
+    judged = two_stages(gate, judge, todo, gate_jobs, max(1, opts.jobs))
+    rows = sorted([*(r for r in judged if r is not None), *(done[i] for i in ids.values() if i in done)],
+                  key=lambda r: r["id"])
     meta = {"pool": str(opts.verify_repairs), "device": opts.device, "commit": commit,
             "command": f"python eval/real_pool.py {_argv_text(argv)}",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "wall_seconds": round(time.time() - t0, 1),
@@ -861,7 +868,9 @@ def main(argv=None) -> int:
     lock = threading.Lock()
     memory = DeviceMemory(int(opts.gpu_memory_gb * 2**30)) if opts.device == "cuda" else None
 
-    late = lambda: opts.deadline is not None and time.time() - t0 > opts.deadline  # noqa: E731
+    def late() -> bool:
+        return opts.deadline is not None and time.time() - t0 > opts.deadline
+
     # a GPU run's builds go at most this many answers ahead of their evaluations (memory-bound evaluations
     # would otherwise leave builds, done on the cores the evaluations draw their inputs with, never used)
     ahead = threading.BoundedSemaphore(2 * max(1, opts.jobs))
@@ -910,11 +919,7 @@ def main(argv=None) -> int:
                  if ev else ""), file=sys.stderr)
         return row
 
-    # Two stages on a GPU, as in verify_main: the builds (host cores) feed the evaluations (admitted by memory)
-    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as builds, \
-            ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as evals:
-        judged = [evals.submit(one, b.result()) for b in as_completed([builds.submit(stage, a) for a in chosen])]
-        results = [j.result() for j in judged]
+    results = two_stages(stage, one, chosen, max(1, opts.jobs), max(1, opts.jobs))
     rows = [r for r in results if r is not None]
     selection = f"--only {opts.only}" + (f" --limit {opts.limit}" if opts.limit else "") + \
         (f" --match {opts.match}" if opts.match else "") + \
