@@ -273,6 +273,52 @@ def test_a_pytorch_path_under_self_training_is_a_fallback_the_harness_takes():
     assert "training_fallback" not in rejected(eval_only_stats, CONV_RELU)
 
 
+CONV_BN_RELU = ref("torch.relu(self.bn(self.conv(x)))", init="self.conv = nn.Conv2d(3, 8, 3); self.bn = nn.BatchNorm2d(8)",
+                   inputs="torch.randn(2, 3, 16, 16)")
+
+
+@pytest.mark.parametrize("handed", [
+    "Fused(self.conv, self.bn)",      # layers the outer module holds (the form of gemini level3/23)
+    "Fused(self.conv, bn=bn)",        # a layer built in a local, handed by keyword
+])
+def test_a_training_fallback_through_layers_handed_to_a_helper_module_is_seen(handed):
+    """The layer a helper module calls in train mode is built by another module and handed to its constructor
+    (`self.bn = bn`): it is still a BatchNorm that PyTorch computes while the kernel waits for eval mode."""
+    src = TRITON_HEADER + textwrap.dedent(f'''
+
+        class Fused(nn.Module):
+            def __init__(self, conv, bn):
+                super().__init__()
+                self.conv = conv
+                self.bn = bn
+
+            def forward(self, x):
+                y = self.conv(x)
+                if self.training:
+                    return self.bn(y)
+                out = torch.empty_like(y)
+                {RELU_LAUNCH}
+                return out
+
+
+        class ModelNew(nn.Module):
+            def __init__(self, *args):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.bn = nn.BatchNorm2d(8)
+                bn = nn.BatchNorm2d(8)
+                self.block = {handed}
+
+            def forward(self, x):
+                return self.block(x)
+    ''')
+    for policy in ("kernelbench", "strict"):
+        assert "training_fallback" in rejected(src, CONV_BN_RELU, policy), static_findings(src, CONV_BN_RELU)
+    # the same helper that keeps nothing in PyTorch when training is no fallback
+    honest = src.replace("if self.training:\n            return self.bn(y)\n", "")
+    assert "training_fallback" not in rejected(honest, CONV_BN_RELU)
+
+
 def test_configuration_fallbacks_are_reported_under_kernelbench_unless_the_task_takes_them():
     kernel_first = triton_candidate(f"""
         if x.is_cuda and x.dtype == torch.float32:

@@ -14,7 +14,7 @@ from tree_sitter import Node
 from debugger.integrity import ops
 from debugger.integrity.values import Kind, ValueKinds
 from debugger.source.host import RESHAPE_METHODS, Function, SourceModule
-from debugger.source.tree import call_args, text, unparen, walk
+from debugger.source.tree import call_arg, call_args, text, unparen, walk
 
 _ARITH_OPERATORS = {"+", "-", "*", "/", "//", "%", "**"}
 
@@ -154,7 +154,7 @@ def _built_layers(module: SourceModule, fn: Function, callee: Node) -> tuple[lis
     if rhs is None:
         return [], False
     classes, mixed = [], False
-    for node in _with_local_lists(module, fn.cls, rhs):
+    for node in (n for expr, owner in handed_in(module, rhs, fn.cls) for n in _with_local_lists(module, owner, expr)):
         if node.type == "call":
             made = module.resolve(node.child_by_field_name("function")) or ""
             if made.startswith("torch.nn.") and made.count(".") == 2:
@@ -187,7 +187,7 @@ def _with_local_lists(module: SourceModule, cls: str | None, rhs: Node) -> list[
 def layer_of(module: SourceModule, expr: Node, cls: str | None = None) -> tuple[str, str] | None:
     """(family, class) of the heaviest torch.nn layer an expression constructs."""
     best = None
-    for node in _with_local_lists(module, cls, expr):
+    for node in (n for e, owner in handed_in(module, expr, cls) for n in _with_local_lists(module, owner, e)):
         if node.type != "call":
             continue
         made = module.resolve(node.child_by_field_name("function")) or ""
@@ -196,3 +196,31 @@ def layer_of(module: SourceModule, expr: Node, cls: str | None = None) -> tuple[
             if family and (best is None or ops.FAMILY_WEIGHT[family] > ops.FAMILY_WEIGHT[best[0]]):
                 best = (family, made.split(".")[-1])
     return best
+
+
+def handed_in(module: SourceModule, expr: Node, cls: str | None, depth: int = 0) -> list[tuple[Node, str | None]]:
+    """`expr` (in a method of `cls`) and, where it names a parameter of cls's __init__ (`self.bn = bn`), the
+    arguments every construction of cls in the file hands it (`Fused(self.conv, self.bn)`, a local `bn =
+    nn.BatchNorm2d(c)`), followed through the constructing class's own attributes: each with the class whose
+    method it is in. A layer built in one module and handed to another's constructor is still that layer."""
+    found = [(expr, cls)]
+    expr = unparen(expr)
+    init = module.method(cls, "__init__") if cls else None
+    if depth > 2 or init is None or expr.type != "identifier" or text(expr) not in init.params:
+        return found
+    index, name = init.params.index(text(expr)), text(expr)
+    for fn in module.functions.values():
+        for call in walk(fn.body):
+            if call.type != "call" or text(call.child_by_field_name("function")) != cls:
+                continue
+            arg = call_arg(call, index, name)
+            if arg is None:
+                continue
+            arg = unparen(arg)
+            if arg.type == "attribute" and text(arg.child_by_field_name("object")) == "self" and fn.cls is not None:
+                rhs = module.self_attributes.get((fn.cls, text(arg.child_by_field_name("attribute"))))
+                if rhs is not None:
+                    found += handed_in(module, rhs, fn.cls, depth + 1)
+            else:
+                found += handed_in(module, arg, fn.cls, depth + 1)
+    return found
