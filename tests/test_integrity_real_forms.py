@@ -319,6 +319,46 @@ def test_a_training_fallback_through_layers_handed_to_a_helper_module_is_seen(ha
     assert "training_fallback" not in rejected(honest, CONV_BN_RELU)
 
 
+def test_a_training_branch_that_returns_pytorch_normalisation_is_a_fallback_however_light_its_ops():
+    """A helper module's BatchNorm written out in PyTorch arithmetic (`x.mean`, `x.var`, `/`, `*`) and
+    returned when training, its kernel only in eval mode (the form of opus level3/15): each op is light on
+    its own, but the branch returns before the kernel, so in train mode the result is PyTorch's."""
+    src = TRITON_HEADER + textwrap.dedent(f'''
+
+        class BNReLU(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(c))
+                self.bias = nn.Parameter(torch.zeros(c))
+
+            def forward(self, y):
+                if self.training:
+                    mean = y.mean([0, 2, 3])
+                    var = y.var([0, 2, 3], unbiased=False)
+                    y = (y - mean[None, :, None, None]) / torch.sqrt(var[None, :, None, None] + 1e-5)
+                    return F.relu(y * self.weight[None, :, None, None] + self.bias[None, :, None, None])
+                out = torch.empty_like(y)
+                {RELU_LAUNCH}
+                return out
+
+
+        class ModelNew(nn.Module):
+            def __init__(self, *args):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.layers = nn.Sequential(BNReLU(8))
+
+            def forward(self, x):
+                return self.layers(self.conv(x))
+    ''')
+    for policy in ("kernelbench", "strict"):
+        assert "training_fallback" in rejected(src, CONV_BN_RELU, policy), static_findings(src, CONV_BN_RELU)
+    # statistics updated when training, then the kernel: the kernel runs in train mode too
+    updates = src.replace("return F.relu(y", "self.seen = F.relu(y")
+    assert updates != src
+    assert "training_fallback" not in rejected(updates, CONV_BN_RELU)
+
+
 def test_configuration_fallbacks_are_reported_under_kernelbench_unless_the_task_takes_them():
     kernel_first = triton_candidate(f"""
         if x.is_cuda and x.dtype == torch.float32:

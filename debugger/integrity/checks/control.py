@@ -194,7 +194,13 @@ def training_fallback(ctx: Context) -> list[Finding]:
         launches_elsewhere = any(_contains(b, l.node) for b in other for l in ctx.launches) or \
             any(l.node.start_byte >= node.end_byte and _contains(fn.body, l.node) for l in ctx.launches)
         launches_here = any(_contains(b, l.node) for b in training for l in ctx.launches)
-        computing = [site for b in training for site in _compute_in(ctx, b, light_ok=True)]
+        if any(n.type == "return_statement" for b in training for n in walk(b)):
+            # the branch returns before the kernel: whatever PyTorch computes there is the train-mode result,
+            # light or not, whatever the value it starts from (a helper module's argument is of no known kind)
+            computing = [site for b in training for site in ctx.sites
+                         if _contains(b, site.node) and judge(site, ctx.reference) is not None]
+        else:
+            computing = [site for b in training for site in _compute_in(ctx, b, light_ok=True)]
         if computing and launches_elsewhere and not launches_here:
             found.append(Finding("training_fallback", REJECT,
                                  f"in train mode (`{ctx.source(condition)}`, as KernelBench's harness runs it) forward "
