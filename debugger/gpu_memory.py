@@ -55,15 +55,40 @@ def held_by_others(message: str) -> float | None:
     return max(0.0, sum(processes) - mine)
 
 
+# What the failing process read itself where the error names no numbers (the driver's "CUDA error: out of
+# memory", raised by an extension's cudaMalloc or a launch, where PyTorch's allocator would have named each process)
+_NOTE = re.compile(r"GPU memory at the failure: " + _SIZE + " free of " + _SIZE + ", this process held " + _SIZE)
+
+
+def memory_note() -> str:
+    """The GPU's free and total memory and this process's own (PyTorch's reserved), read now, for an
+    out-of-memory error that names none: " (GPU memory at the failure: ...)", or "" without an initialised GPU."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+            return ""
+        free, total = torch.cuda.mem_get_info()
+        own = torch.cuda.memory_reserved()
+    except Exception:  # noqa: BLE001 - a note, never a second failure
+        return ""
+    gib = 1 << 30
+    return (f" (GPU memory at the failure: {free / gib:.2f} GiB free of {total / gib:.2f} GiB, "
+            f"this process held {own / gib:.2f} GiB)")
+
+
 def crowded_out(message: str | None) -> str | None:
     """A reason when an out-of-memory error came from other processes holding the GPU, else None."""
     if not is_out_of_memory(message):
         return None
-    total = _TOTAL.search(message)
-    others = held_by_others(message)
-    if total is None or others is None:
+    total, others, note = _TOTAL.search(message), held_by_others(message), _NOTE.search(message)
+    if total is not None and others is not None:
+        capacity = _bytes(*total.groups())
+    elif note is not None:
+        free, capacity, own = (_bytes(*note.groups()[i:i + 2]) for i in (0, 2, 4))
+        others = max(0.0, capacity - free - own)
+    else:
         return None
-    capacity = _bytes(*total.groups())
     if others < CROWDED_SHARE * capacity:
         return None
     return (f"out of GPU memory while other processes held {others / (1 << 30):.1f} of "

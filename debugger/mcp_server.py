@@ -269,8 +269,9 @@ class VerdictOut(BaseModel):
                                                                "(absent when static_only)")
     policy: str | None = Field(None, description="the integrity policy the verdict was reached under")
     dynamic_not_run: str | None = Field(None, description="why the sandboxed run did not happen (a CUDA candidate "
-                                                          "on a machine without a GPU): the static rules alone "
-                                                          "judged it, so an accept is incomplete")
+                                                          "on a machine without a GPU) or is incomplete (checks "
+                                                          "crowded out of GPU memory by other processes): an accept "
+                                                          "is then incomplete")
 
 
 def verdict_out(verdict) -> VerdictOut:

@@ -280,7 +280,11 @@ def gate_repaired(row: dict, repaired: Path, kd: Kdebug, opts, out: Path) -> dic
                       row["flags"])
     res = kd.run(["check", str(repaired), "--device", opts.device, *flags], opts.timeout, out)
     chk = res["json"] or {}
-    row["check"] = {"verdict": chk.get("verdict") or ("timed out" if res["timed_out"] else None),
+    # an accept whose dynamic checks were crowded out of the GPU is incomplete (`kdebug check` exits 2)
+    incomplete = chk.get("dynamic_not_run") if chk.get("verdict") == "accept" else None
+    row["check"] = {"verdict": "incomplete" if incomplete else
+                    chk.get("verdict") or ("timed out" if res["timed_out"] else None),
+                    **({"incomplete": incomplete[:400]} if incomplete else {}),
                     "exit": res["exit"], "seconds": res["seconds"],
                     "rules": sorted({f.get("rule") for f in chk.get("findings") or [] if f.get("rule")}),
                     # why it rejected: the findings that decide (a rejection read by hand needs them)
@@ -403,7 +407,7 @@ class DeviceMemory:
 def out_of_memory(field: dict) -> bool:
     """A row's eval (row["verify"]) or gate (row["check"]) says a check ran out of GPU memory (beside
     others' evaluations, most likely): CUDA's own words, or kdebug's for a check crowded out."""
-    texts = [field.get("message") or "", *(field.get("failed_messages") or {}).values(),
+    texts = [field.get("message") or "", field.get("incomplete") or "", *(field.get("failed_messages") or {}).values(),
              *(f.get("message") or "" for f in field.get("findings") or [])]
     return any(("out of memory" in t.lower() or "out of gpu memory" in t.lower()) for t in texts)
 

@@ -56,6 +56,30 @@ def test_a_cuda_errors_one_line_is_the_error_not_pytorchs_advice():
     assert crowded_out(oom) is None  # the driver's error names no process: nothing to excuse it with
 
 
+def test_the_drivers_out_of_memory_error_carries_what_the_failing_process_saw(monkeypatch):
+    """The driver's "CUDA error: out of memory" (an extension's cudaMalloc, a launch) names no process, so a gate
+    beside ten others on the H100 rejected two TritonBench answers and two opus answers for it (2026-12-07, runs
+    43-44; alone, all four were accepted). The worker now adds the GPU's free and total memory and its own, read
+    as it fails, and crowded_out judges by them."""
+    import torch
+
+    from debugger.sandbox.roles import _error
+
+    gib = 1 << 30
+    error_type = getattr(torch, "AcceleratorError", RuntimeError)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 2 * gib)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (gib // 2, 79 * gib))  # others: 76.5 GiB
+    crowded = _error(error_type("CUDA error: out of memory"), "forward")["error"]
+    assert "GPU memory at the failure" in crowded and "76.5 of 79.0 GiB" in crowded_out(crowded)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 70 * gib)  # the run's own 70 GiB
+    assert crowded_out(_error(error_type("CUDA error: out of memory"), "forward")["error"]) is None
+    # PyTorch's own message names every process already: nothing added
+    assert _error(torch.OutOfMemoryError(SHARED.removeprefix("OutOfMemoryError: ")), "forward")["error"].endswith(
+        "reserved by PyTorch but unallocated.")
+
+
 def test_a_runs_own_allocation_is_not_excused():
     assert held_by_others(OWN) < 1 << 30
     assert crowded_out(OWN) is None
@@ -108,3 +132,16 @@ def test_a_check_crowded_out_of_the_gpu_is_skipped_with_its_reason_not_failed():
     report, check = _check(OWN)
     assert check.status == "runtime_error" and "106.00 GiB is allocated" in check.message
     assert report.status == "runtime_error"
+
+
+def test_the_gate_calls_an_accept_with_checks_crowded_out_incomplete():
+    """A check skipped because other processes held the GPU is a check that did not run: the gate's accept
+    says so (`kdebug check` exits 2), where a check skipped for inputs the reference itself rejects is not."""
+    from debugger.integrity.gate import _crowded_checks
+
+    crowded = {"checks": [{"name": "seed0", "status": "pass", "message": ""},
+                          {"name": "seed1", "status": "skipped", "message": "candidate: " + crowded_out(SHARED)}]}
+    assert "1 of 2 dynamic checks could not run for GPU memory (first: seed1" in _crowded_checks(crowded)
+    rejected_shape = {"checks": [{"name": "hidden_shape0", "status": "skipped",
+                                  "message": "reference failed: RuntimeError: Expected 3 channels"}]}
+    assert _crowded_checks(rejected_shape) is None and _crowded_checks(None) is None

@@ -60,6 +60,57 @@ def test_a_check_that_gave_no_verdict_is_not_judged_and_says_why():
     assert summary["answers"] == 1 and summary["not_judged"] == {"timeout": 1}
 
 
+def test_an_answer_out_of_gpu_memory_beside_others_is_judged_again_alone(monkeypatch):
+    """On the H100, ten gates side by side: four honest answers were rejected for CUDA's out-of-memory error and
+    accepted when run alone (2026-12-07, runs 43-45). A verdict memory decided is judged again with no other
+    answer running; an accept whose checks were crowded out is incomplete, never an accept."""
+    import threading
+    import time
+
+    real_dynamic = _load("real_dynamic")
+    real_pool = real_dynamic._real_pool()
+    running, seen, lock = [0], [], threading.Lock()
+    oom = {"verdict": "reject", "findings": [{"rule": "fails_evaluation", "severity": "reject", "line": None,
+                                               "message": "runtime_error on 3/17 checks (first: seed0: candidate "
+                                                          "raised AcceleratorError: CUDA error: out of memory)"}]}
+
+    class Runner:
+        calls: dict = {}
+
+        def __init__(self, data_dir):
+            pass
+
+        def run(self, args, timeout, cwd):
+            name = Path(args[1]).name
+            with lock:
+                running[0] += 1
+                seen.append((name, running[0]))
+                n = Runner.calls[name] = Runner.calls.get(name, 0) + 1
+            time.sleep(0.2)
+            with lock:
+                running[0] -= 1
+            if name == "a" and n == 1:
+                return {"json": oom, "seconds": 1}
+            if name == "c":
+                return {"json": {"verdict": "accept", "findings": [],
+                                 "dynamic_not_run": "1 of 17 dynamic checks could not run for GPU memory (first: seed0: "
+                                                    "candidate: out of GPU memory while other processes held 50.2 "
+                                                    "of 79.2 GiB)"}, "seconds": 1}
+            return {"json": {"verdict": "accept", "findings": []}, "seconds": 1}
+
+    monkeypatch.setattr(real_dynamic, "_real_pool", lambda: type("M", (), {
+        "Kdebug": Runner, "DeviceMemory": real_pool.DeviceMemory, "GATE": real_pool.GATE, "ALONE": real_pool.ALONE}))
+    answers = [{"name": n, "source": "kernelbench-fork", "candidate": n, "reference": "ref"} for n in "abcd"]
+    rows = {r["name"]: r["kernelbench"] for r in real_dynamic.judge_all(
+        answers, ("kernelbench",), device="cuda", timeout=60, sizes="small", jobs=4, deadline=None, min_left=0)}
+    assert Runner.calls["a"] == 2 and rows["a"]["verdict"] == "accept"
+    assert rows["a"]["alone_after"] == {"verdict": "reject", "rules": ["fails_evaluation"]}
+    assert [depth for name, depth in seen if name == "a"][1] == 1  # the second run had the GPU to itself
+    # an accept with checks crowded out is incomplete (and judged again alone, here incomplete again)
+    assert rows["c"]["verdict"] == "incomplete" and Runner.calls["c"] == 2
+    assert Runner.calls["b"] == Runner.calls["d"] == 1 and rows["b"]["verdict"] == "accept"
+
+
 def test_hidden_shapes_grow_and_shrink_around_the_reduced_sizes():
     reference = ref("x * 2", inputs="torch.randn(batch, dim)").replace("def get_inputs", "batch = 4096\ndim = 64\n\n\n"
                                                                                          "def get_inputs")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from debugger.case import Case
 from debugger.evaluate import cuda_blocked_on_cpu
+from debugger.gpu_memory import says_out_of_memory
 from debugger.integrity.dynamic import dynamic_findings
 from debugger.integrity.findings import REJECT, WARN, Finding
 from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
@@ -35,7 +36,9 @@ class Verdict:
     evaluation: dict | None = None
     policy: str = DEFAULT_POLICY
     torch_work: dict | None = None  # PyTorch's measured share of the work and its top ops (work.py)
-    dynamic_not_run: str | None = None  # why the sandboxed run did not happen (a CUDA candidate on the CPU)
+    # why the sandboxed run did not happen (a CUDA candidate on the CPU) or is incomplete (checks crowded out of
+    # the GPU by other processes): an accept with it is incomplete (`kdebug check` exits 2)
+    dynamic_not_run: str | None = None
 
     @property
     def accepted(self) -> bool:
@@ -68,6 +71,17 @@ def _inherited_as_warnings(findings: list[Finding], baseline_src: str, reference
             for f in findings]
 
 
+def _crowded_checks(evaluation: dict | None) -> str | None:
+    """Why the dynamic run is incomplete, where checks could not run for want of GPU memory (others' processes
+    held it): an accept without them is no accept (never a silent skip), a run on a GPU of its own decides."""
+    checks = (evaluation or {}).get("checks") or []
+    lost = [c for c in checks if c.get("status") == "skipped" and says_out_of_memory(c.get("message"))]
+    if not lost:
+        return None
+    return (f"{len(lost)} of {len(checks)} dynamic checks could not run for GPU memory (first: {lost[0].get('name')}: "
+            f"{(lost[0].get('message') or '')[:200]})")
+
+
 def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dynamic: bool = True,
           timeout: float = 120.0, full: bool = True, policy: str = STRICT,
           baseline_src: str | None = None, sizes: str = "published") -> Verdict:
@@ -86,6 +100,7 @@ def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dy
     if dynamic and not SourceModule(case.candidate_src).has_error:
         dyn, evaluation, measured = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy,
                                                      sizes=sizes, repair=baseline_src not in (None, case.candidate_src))
+        not_run = _crowded_checks(evaluation)
     # The static rules judge PyTorch compute from the source only where the run measured none (work.py).
     findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision,
                                     policy=policy, measured=measured))

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from debugger import compare, inputs
-from debugger.gpu_memory import is_out_of_memory
+from debugger.gpu_memory import is_out_of_memory, memory_note
 from debugger.sandbox import channel
 from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord, overlaps, written_by_launch
 from debugger.sandbox.work import TopLevelCalls, WorkLog
@@ -41,6 +41,8 @@ def _error(e: BaseException, stage: str) -> dict:
     # An out-of-memory message names every process's use after the first 500 characters on a crowded GPU, and
     # gpu_memory.crowded_out needs all of it: cut there, a reference crowded out read as failing on its inputs.
     msg = msg[:OUT_OF_MEMORY_MESSAGE_CHARS if is_out_of_memory(msg) else 500]
+    if is_out_of_memory(msg) and "total capacity" not in msg:
+        msg += memory_note()  # the driver's error names no process: what this one sees, for crowded_out
     return {"ok": False, "status": kind, "stage": stage, "error": msg, "traceback": "".join(tb[-6:])[-4000:]}
 
 

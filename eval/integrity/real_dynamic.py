@@ -17,17 +17,27 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
+
+from debugger.gpu_memory import says_out_of_memory
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _runner(data_dir: Path):
+def _real_pool():
+    """eval/real_pool.py as a module: its runner (Kdebug) and its GPU admission (DeviceMemory)."""
     spec = importlib.util.spec_from_file_location("real_pool", REPO / "eval" / "real_pool.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("real_pool", module)
     spec.loader.exec_module(module)
-    return module.Kdebug(data_dir)
+    return module
+
+
+def out_of_memory(part: dict) -> bool:
+    """A policy's verdict that GPU memory decided: a rejection, or checks not run, for want of it."""
+    texts = [r.get("message") or "" for r in part.get("rejections") or []] + [part.get("incomplete") or ""]
+    return any(says_out_of_memory(t) for t in texts)
 
 
 def verdict_of(result: dict) -> dict:
@@ -40,7 +50,9 @@ def verdict_of(result: dict) -> dict:
                                                         "message": (result.get("stderr_tail") or "")[-300:]}],
                 "warnings": []}
     findings = data.get("findings") or []
-    return {**base, "verdict": data.get("verdict", "error"),
+    incomplete = data.get("dynamic_not_run") if data.get("verdict") == "accept" else None
+    return {**base, "verdict": "incomplete" if incomplete else data.get("verdict", "error"),
+            **({"incomplete": incomplete[:400]} if incomplete else {}),
             "rejections": [{"rule": f["rule"], "line": f.get("line"), "message": f["message"][:400]}
                            for f in findings if f.get("severity") == "reject"],
             "warnings": sorted({f["rule"] for f in findings if f.get("severity") != "reject"}),
@@ -62,20 +74,35 @@ def judge_all(answers: list[dict], policies: tuple[str, ...], *, device: str, ti
     """Rows for the answers, in their order; answers the deadline left unstarted get verdict not_started."""
     t0 = time.time()
     scratch = Path(tempfile.mkdtemp(prefix="kdebug-real-dynamic-"))
-    kd = _runner(scratch / "data")
+    kd_module = _real_pool()
+    kd = kd_module.Kdebug(scratch / "data")
     lock = threading.Lock()
+
+    # On a GPU, an answer whose verdict ran out of GPU memory beside the others is judged again with the GPU
+    # to itself (eval/real_pool.py's admission: every job holds nothing, a lone re-run all of it).
+    memory = kd_module.DeviceMemory(1) if device != "cpu" else None
+
+    def left_now() -> float:
+        return answer_limit if deadline is None else min(answer_limit, deadline - (time.time() - t0))
 
     def one(answer: dict) -> dict:
         row = {"name": answer["name"], "source": answer["source"]}
         for policy in policies:
-            left = answer_limit if deadline is None else min(answer_limit, deadline - (time.time() - t0))
-            if left < min_left:
+            if left_now() < min_left:
                 row[policy] = {"verdict": "not_started", "rejections": [], "warnings": [], "seconds": 0}
                 continue
             args = ["check", str(Path(answer["candidate"]).resolve()), "--ref",
                     str(Path(answer["reference"]).resolve()), "--device", device, "--policy", policy, "--sizes", sizes,
                     "--timeout", str(timeout)]
-            row[policy] = verdict_of(kd.run(args, timeout=left, cwd=scratch))
+            with memory.hold(0, kd_module.GATE) if memory else nullcontext():
+                row[policy] = verdict_of(kd.run(args, timeout=left_now(), cwd=scratch))
+            if memory is not None and out_of_memory(row[policy]):
+                with memory.hold(0, kd_module.ALONE):
+                    if left_now() >= min_left:
+                        crowded = row[policy]
+                        row[policy] = verdict_of(kd.run(args, timeout=left_now(), cwd=scratch))
+                        row[policy]["alone_after"] = {"verdict": crowded["verdict"],
+                                                      "rules": [r["rule"] for r in crowded["rejections"]]}
         with lock:
             if sink is not None and any(row[p]["verdict"] != "not_started" for p in policies):
                 sink.write(json.dumps(row) + "\n")
