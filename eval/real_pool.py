@@ -165,10 +165,22 @@ def verdict(row: dict, semantics: str) -> str:
         return "no_result"
     v = ev.get(semantics)
     if isinstance(v, dict) and v.get("status"):
-        return v["status"]
-    if semantics == "kernel" or ev["status"] in ("invalid_input", "compile_error"):
-        return ev["status"]  # a kdebug reporting one verdict, or a failure before any check ran
-    return "no_result"
+        if v["status"] != "pass" and not v.get("failed") and v.get("skipped"):
+            return "no_result"  # no check failed, some could not run (GPU memory, the reference): not judged
+        status = v["status"]
+    elif semantics == "kernel" or ev["status"] in ("invalid_input", "compile_error"):
+        status = ev["status"]  # a kdebug reporting one verdict, or a failure before any check ran
+    else:
+        return "no_result"
+    if status in ("runtime_error", "compile_error", "invalid_input") and undecided(ev):
+        return "no_result"
+    return status
+
+
+def undecided(ev: dict) -> bool:
+    """An error that says nothing of the answer: out of GPU memory (beside other evaluations, most likely), or
+    only PyTorch's advice on CUDA errors (a kdebug before 2026-12-07 kept that line instead of the error)."""
+    return out_of_memory(ev) or "TORCH_USE_CUDA_DSA" in (ev.get("message") or "")
 
 
 def eval_row(res: dict) -> dict:
@@ -467,9 +479,7 @@ def judged_ids(paths: list[Path], semantics: str) -> set[str]:
     judged = set()
     for path in paths:
         for r in read_rows([path])[0]:
-            got = verdict(r, semantics)
-            if got in ("pass", "mismatch") or (got in ("compile_error", "runtime_error")
-                                               and not out_of_memory(r.get("eval") or {})):
+            if verdict(r, semantics) in ("pass", "mismatch", "compile_error", "runtime_error"):
                 judged.add(r["id"])
     return judged
 
@@ -573,9 +583,9 @@ def summary(rows: list[dict], meta: dict) -> dict:
     return {**meta, "answers": len(rows), "not_runnable": sum(1 for r in rows if r.get("not_runnable")),
             "agreement": {s: agreement(rows, s) for s in ("kernel", "kernelbench")},
             "repairs": repair_counts(rows),
-            "rows_no_result": [(r["id"], (r.get("eval") or {}).get("error") or "no status",
-                                (r.get("eval") or {}).get("seconds"))
-                               for r in rows if verdict(r, "kernel") == "no_result"],
+            "rows_no_result": [(r["id"], ((r.get("eval") or {}).get("error") or (r.get("eval") or {}).get("message")
+                                          or "no status")[:200], (r.get("eval") or {}).get("seconds"))
+                               for r in rows if "no_result" in (verdict(r, "kernel"), verdict(r, "kernelbench"))],
             "eval_seconds": {"median": _median(evals), "p90": _pct(evals, 0.9), "total": round(sum(evals), 1)},
             "flags_left_out": sorted({f for r in rows for f in (r.get("flags") or {}).get("left_out", [])})}
 
@@ -622,7 +632,8 @@ def markdown(s: dict) -> str:
                       for d in a["disagreements"]]
             lines.append("")
     if s.get("rows_no_result"):
-        lines += ["No result (kdebug eval did not finish within --timeout, or printed no JSON): "
+        lines += ["No result (kdebug eval did not finish within --timeout, printed no JSON, gave no verdict under a "
+                  "semantics, or could not run the checks that would decide): "
                   + ", ".join(f"`{i}` ({why}, {sec} s)" for i, why, sec in s["rows_no_result"]), ""]
     if s["repairs"]:
         lines += ["Repairs (kb backend) of the answers kdebug fails, per diagnosed class (repaired: kdebug repair "

@@ -161,6 +161,14 @@ def test_rows_repair_flow_and_the_table(tmp_path):
                        "kernelbench": {"status": "pass", "failed": []}}}
     old = {**honest, "id": "honest/old", "eval": {"status": "pass", "seconds": 6.0}}  # a kdebug with one verdict
     slow = {**honest, "id": "honest/slow", "eval": {"exit": None, "seconds": 900.2, "error": "timed out"}}
+    # beside other processes' jobs on the H100 (run 43), four of five trials could not run: not judged, not failed
+    crowded = {**honest, "id": "honest/crowded", "eval": {
+        "status": "runtime_error", "seconds": 85.1,
+        "message": "not judged: 4 of 5 checks could not run (first: kb_trial1: reference failed: out of GPU memory)",
+        "kernel": {"status": "pass", "failed": [], "skipped": {}},
+        "kernelbench": {"status": "runtime_error", "failed": [], "skipped": {"kb_trial1": "out of GPU memory"}}}}
+    assert real_pool.verdict(crowded, "kernelbench") == "no_result" and real_pool.verdict(crowded, "kernel") == "pass"
+    assert real_pool.summary([crowded], {})["rows_no_result"][0][:2] == ("honest/crowded", crowded["eval"]["message"])
     rows = [row, cuda_row, honest, old, slow]
     s = real_pool.summary(rows, {"pool": "P", "device": "cpu", "selection": "--only all", "command": "python x",
                                  "date": "d", "commit": "c", "wall_seconds": 1})
@@ -173,7 +181,7 @@ def test_rows_repair_flow_and_the_table(tmp_path):
     md = real_pool.markdown(s)
     assert "agrees with the recorded verdict on 2 of 3 answers" in md
     assert "| pass (honest) | 1 | 1 | 0 | 1 | 3 |" in md  # columns pass, mismatch, not_runnable, no_result
-    assert "printed no JSON): `honest/slow` (timed out, 900.2 s)" in md
+    assert "could not run the checks that would decide): " in md and "`honest/slow` (timed out, 900.2 s)" in md
     assert "- `honest/add__m1`: recorded pass, kdebug mismatch: fails noncontiguous" in md
     assert "| operator_misread | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 2.0 | 2 |" in md  # the canned re-eval says mismatch
     row["verify"] = {"status": "pass", "kernel": {"status": "pass"}}
@@ -524,10 +532,14 @@ def test_a_campaign_leaves_out_what_earlier_runs_judged_and_runs_again_what_they
                                             "kernelbench": {"status": kb.get("kb", status)}}}
     earlier = [row("a", "pass"), row("b", "mismatch"), row("c", "compile_error"),
                row("d", "runtime_error", "CUDA error: out of memory"), row("e", "invalid_input"),
-               {**base, "id": "f", "eval": {"error": "timed out"}}, row("g", "mismatch", kb="pass")]
+               {**base, "id": "f", "eval": {"error": "timed out"}}, row("g", "mismatch", kb="pass"),
+               # only PyTorch's advice kept of a CUDA error (a kdebug before 2026-12-07): it says nothing of the answer
+               row("h", "runtime_error", "candidate raised AcceleratorError: Compile with `TORCH_USE_CUDA_DSA` to "
+                                         "enable device-side assertions.")]
     rows = tmp_path / "earlier.jsonl"
     rows.write_text("".join(json.dumps(r) + "\n" for r in earlier))
     assert real_pool.judged_ids([rows], "kernelbench") == {"a", "b", "c", "g"}
+    assert real_pool.verdict(earlier[3], "kernelbench") == real_pool.verdict(earlier[7], "kernelbench") == "no_result"
     # a later run that judged d wins over the earlier out-of-memory row
     later = tmp_path / "later.json"
     later.write_text(json.dumps({"summary": {}, "rows": [row("d", "mismatch")]}))
