@@ -518,7 +518,23 @@ def _post_candidate_run(candidate, spec: dict, call: int, poison: float, check: 
     return True
 
 
+def _phase(check: CheckResult, name: str, seconds) -> None:
+    """Add `seconds` to the check's phase `name` (CheckResult.phases): at the published sizes a check takes
+    10-20 s on an H100, and these say whether drawing inputs, running, moving outputs or comparing takes it."""
+    if isinstance(seconds, (int, float)):
+        check.phases[name] = round(check.phases.get(name, 0.0) + seconds, 3)
+
+
+def _worker_phases(check: CheckResult, who: str, header: dict, waited: float) -> None:
+    """A worker's run: the parent's wait for its reply (with the outputs' transfer), the worker's own input draw,
+    and its forward (the candidate's; the reference's whole run: build, draw, forward, float64 copy)."""
+    _phase(check, f"{who}_wait", waited)
+    _phase(check, f"{who}_draw", header.get("draw_seconds"))
+    _phase(check, "candidate_forward" if who == "candidate" else "reference_run", header.get("seconds"))
+
+
 def _candidate_reply(candidate, timeout: float, check: CheckResult):
+    t0 = time.perf_counter()
     try:
         header, blob = candidate.reply(timeout)
     except WorkerTimeout as e:
@@ -532,6 +548,7 @@ def _candidate_reply(candidate, timeout: float, check: CheckResult):
         check.status = "skipped" if crowded else header.get("status", "runtime_error")
         check.message = f"candidate: {crowded}" if crowded else f"candidate raised {header.get('error')}"
         return None
+    _worker_phases(check, "candidate", header, time.perf_counter() - t0)
     return header, blob
 
 
@@ -616,6 +633,7 @@ def _run_kernelbench_trial(check, spec, reference, candidate, timeout) -> str | 
     if run is None and not side_by_side:
         return "dead" if candidate.dead else None
     try:
+        t_ref = time.perf_counter()
         reference.post({"op": "run", "spec": spec})
         if side_by_side:
             run = _candidate_reply(candidate, timeout, check)
@@ -624,8 +642,11 @@ def _run_kernelbench_trial(check, spec, reference, candidate, timeout) -> str | 
             return "dead" if candidate.dead else None
         if not ref_header.get("ok"):
             return _reference_failed(check, ref_header.get("error"), "reference failed: ")
+        _worker_phases(check, "reference", ref_header, time.perf_counter() - t_ref)
+        t_cmp = time.perf_counter()
         cmp_header, _ = reference.request({"op": "compare", "run": 1, "semantics": "kernelbench",
                                            "kb_tolerance": spec["kb_tolerance"]}, run[1], timeout=timeout)
+        _phase(check, "compare", time.perf_counter() - t_cmp)
     except (WorkerTimeout, WorkerDied) as e:
         if run is None and check.status != "pass":  # the candidate's own failure is this check's result
             return "dead" if candidate.dead else None
@@ -662,11 +683,13 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
             check.status, check.passed, check.not_applicable = "skipped", False, True
             check.message = "reference does not accept these inputs either"
         return None
+    t_ref = time.perf_counter()
     try:
         ref_header, _ = reference.request({"op": "run", "spec": dict(spec, capture=capture)}, timeout=timeout)
     except (WorkerTimeout, WorkerDied) as e:
         check.status, check.message = "skipped", f"reference failed: {e}"
         return "invalid_reference" if spec.get("kind") == "seed" else "dead"
+    _worker_phases(check, "reference", ref_header, time.perf_counter() - t_ref)
     if not ref_header.get("ok"):
         if spec.get("kind") in ("layout", "hidden", "params") or spec.get("shapes"):
             check.status, check.passed, check.not_applicable = "skipped", False, True
@@ -680,6 +703,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
     per_run = []
     drift = None
     for n, blob in enumerate(runs_blobs, start=1):
+        t_cmp = time.perf_counter()
         try:
             cmp_header, _ = reference.request({"op": "compare", "atol": atol, "rtol": rtol, "run": n,
                                                "sentinel": SENTINEL_POISON if n == 2 else None}, blob,
@@ -687,6 +711,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         except (WorkerTimeout, WorkerDied) as e:
             check.status, check.message = "skipped", f"comparison failed: {e}"
             return "dead"
+        _phase(check, "compare", time.perf_counter() - t_cmp)
         if not cmp_header.get("ok"):
             check.status, check.message = "runtime_error", f"comparison failed: {cmp_header.get('error')}"
             return None

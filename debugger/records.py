@@ -48,6 +48,9 @@ class CheckResult:
     not_applicable: bool = False
     inputs_mutated: bool = False
     seconds: float = 0.0
+    # where the seconds went: the workers' input draws and forwards, the parent's waits for a run's reply
+    # (its outputs' transfer) and for a comparison (evaluate._phase)
+    phases: dict = field(default_factory=dict)
     spec: dict = field(default_factory=dict)
 
 

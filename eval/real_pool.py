@@ -135,10 +135,11 @@ def eval_fields(data: dict | None) -> dict:
                for c in data.get("checks") or [] if not c.get("passed") and c.get("status") != "skipped"}
     if failing:
         out["failed_messages"] = dict(list(failing.items())[:6])
-    timed = [(c.get("seconds"), c.get("name")) for c in data.get("checks") or []
+    timed = [(c.get("seconds"), c.get("name"), c.get("phases")) for c in data.get("checks") or []
              if isinstance(c.get("seconds"), (int, float))]
     if timed:
-        out["slowest_check"] = {"name": max(timed)[1], "seconds": round(max(timed)[0], 1)}
+        seconds, name, phases = max(timed, key=lambda t: t[0])
+        out["slowest_check"] = {"name": name, "seconds": round(seconds, 1), **({"phases": phases} if phases else {})}
     verdicts = data.get("verdicts")
     if isinstance(verdicts, dict):
         for name in ("kernel", "kernelbench"):

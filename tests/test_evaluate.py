@@ -82,6 +82,10 @@ def test_honest_kernel_passes_every_check():
     assert all(c.passed for c in report.checks)
     assert report.signature is None
     assert report.to_dict()["checks"][0]["max_abs_err"] < 1e-6
+    # where each check's time went: both workers' draws and forwards, the waits for their replies, the comparison
+    phases = report.to_dict()["checks"][0]["phases"]
+    assert {"candidate_draw", "candidate_forward", "candidate_wait", "reference_draw", "reference_run",
+            "reference_wait", "compare"} <= set(phases) and all(v >= 0 for v in phases.values())
 
 
 def test_missing_tail_mask_shows_as_unwritten_or_wrong_tail():

@@ -113,7 +113,9 @@ class ReferenceRole:
         if key not in self.models:
             self.models = {key: inputs.build_reference(self.module, spec, self.device)}
         model = self.models[key]
+        t_draw = time.perf_counter()
         xs = inputs.draw_inputs(self.module, spec, self.device)
+        draw_seconds = time.perf_counter() - t_draw
         self.intermediates = []
         _seed_forward(spec)
         work = WorkLog() if spec.get("work") else None
@@ -146,6 +148,7 @@ class ReferenceRole:
             self.fingerprints[spec["name"]] = [
                 o.double().flatten()[:4096].cpu() if isinstance(o, torch.Tensor) else o for o in native]
         header = {"ok": True, "n_outputs": len(native), "seconds": time.perf_counter() - t0,
+                  "draw_seconds": draw_seconds,
                   "shapes": [list(o.shape) if isinstance(o, torch.Tensor) else None for o in native],
                   "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes],
                   "inputs_noncontiguous": own_layout}
@@ -470,8 +473,10 @@ class CandidateRole:
         except BaseException as e:  # noqa: BLE001
             return _error(e, "init"), None
         model, mapping = self.models[key]
+        t_draw = time.perf_counter()
         if spec.get("call", 1) == 1 or self.pristine is None:
             self.pristine = inputs.draw_inputs(self.ref_module, spec, self.device)
+        draw_seconds = time.perf_counter() - t_draw
         xs = [inputs.clone_keeping_layout(x) for x in self.pristine]
         buffers_reused = None
         if spec.get("reuse_buffers"):
@@ -509,7 +514,8 @@ class CandidateRole:
         mutated = any(isinstance(a, torch.Tensor) and not compare.max_difference([a], [b]) == 0.0
                       for a, b in zip(xs, self.pristine))
         info = {
-            "ok": True, "seconds": seconds, "n_outputs": len(outs), "inputs_mutated": mutated,
+            "ok": True, "seconds": seconds, "draw_seconds": draw_seconds, "n_outputs": len(outs),
+            "inputs_mutated": mutated,
             "buffers_reused": buffers_reused,
             "output_types": [type(o).__name__ for o in outs],
             "aliases_input": [any(overlaps(o, x) for x in tensors_in) if isinstance(o, torch.Tensor) else False
