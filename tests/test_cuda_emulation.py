@@ -213,6 +213,31 @@ __global__ void cub_items_scan(const float* x, float* y, float* totals) {  // 32
 
 MISSING_BARRIER_SUM
 
+// qwencoder level2/84's shape: min(n, 1024) threads, each storing one entry of an n-entry dynamic shared row
+// (unless strided), then every thread reading all n
+__global__ void softmax_dynamic(const float* x, float* y, int n, int strided) {
+    extern __shared__ float v[];
+    int row = blockIdx.x, t = threadIdx.x;
+    if (strided) {
+        for (int i = t; i < n; i += blockDim.x) v[i] = x[row * n + i];
+    } else if (t < n) {
+        v[t] = x[row * n + t];
+    }
+    __syncthreads();
+    float m = -INFINITY, s = 0.f;
+    for (int i = 0; i < n; ++i) m = fmaxf(m, v[i]);
+    for (int i = 0; i < n; ++i) s += expf(v[i] - m);
+    for (int i = t; i < n; i += blockDim.x) y[row * n + i] = expf(v[i] - m) / s;
+}
+
+torch::Tensor softmax_shared(torch::Tensor x, int64_t strided) {
+    int rows = x.size(0), n = x.size(1);
+    auto y = torch::empty_like(x);
+    softmax_dynamic<<<rows, std::min(n, 1024), n * sizeof(float)>>>(x.data_ptr<float>(), y.data_ptr<float>(), n,
+                                                                      (int)strided);
+    return y;
+}
+
 std::vector<torch::Tensor> cub_ops(torch::Tensor x, torch::Tensor x128) {
     int rows = x.size(0);
     auto out = torch::empty({rows, 4}, x.options()), incl = torch::empty_like(x), excl = torch::empty_like(x);
@@ -278,7 +303,8 @@ DECLS = ("std::vector<torch::Tensor> reductions(torch::Tensor x);"
          "torch::Tensor racy_sum(torch::Tensor x);"
          "torch::Tensor copy_with(torch::Tensor x, int64_t blocks, int64_t threads);"
          "torch::Tensor sgemm(torch::Tensor a, torch::Tensor b);"
-         "std::vector<torch::Tensor> cub_ops(torch::Tensor x, torch::Tensor x128);")
+         "std::vector<torch::Tensor> cub_ops(torch::Tensor x, torch::Tensor x128);"
+         "torch::Tensor softmax_shared(torch::Tensor x, int64_t strided);")
 
 
 @pytest.fixture(scope="module")
@@ -288,7 +314,7 @@ def ext(tmp_path_factory):
     return load_inline(name="emulation_test", cpp_sources=DECLS + BN_STATS_DECLARATION,
                        cuda_sources=KERNELS + BN_STATS_KERNEL,
                        functions=["reductions", "side_by_side", "racy_sum", "copy_with", "sgemm", "cub_ops",
-                                  "bn_batch_stats_train"], extra_ldflags=["-lcublas"],
+                                  "bn_batch_stats_train", "softmax_shared"], extra_ldflags=["-lcublas"],
                        build_directory=str(tmp_path_factory.mktemp("build")))
 
 
@@ -301,6 +327,17 @@ def test_barriers_shuffles_dynamic_shared_memory_and_atomics_compute_as_on_a_gpu
     assert torch.equal(wm, x.max(1).values) and torch.equal(pos, (x > 0).sum(1).int())
     assert torch.equal(rev, x.flip(1))
     torch.testing.assert_close(total, x.sum().reshape(1), rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_shared_memory_no_thread_wrote_holds_garbage_not_zeros(ext):
+    """A GPU's shared memory starts with whatever was there; a fresh zeroed buffer let qwencoder level2/84 (1024
+    threads for 8192 entries, the rest read unwritten) pass on the CPU where KernelBench recorded a mismatch. Each
+    block now finds NaN bytes: the kernel that reads entries it never wrote computes NaN, the one that writes them
+    all computes the softmax."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 1500)
+    torch.testing.assert_close(ext.softmax_shared(x, 1), torch.softmax(x, 1))
+    assert ext.softmax_shared(x, 0).isnan().all()
 
 
 def test_the_batchnorm_recipes_statistics_split_a_channel_over_many_blocks_and_combine_them_exactly(ext):

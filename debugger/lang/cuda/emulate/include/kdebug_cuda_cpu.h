@@ -6,7 +6,7 @@
 // as a fiber (ucontext) that yields at every barrier, so shared memory and warp exchanges behave as on a
 // GPU whose threads interleave only at barriers. Races between unsynchronised threads therefore never
 // show, as in Triton's interpreter. Shared memory is a function-local static (one block at a time),
-// dynamic shared memory a per-launch buffer. An invalid launch configuration (more than 1024 threads a
+// dynamic shared memory a per-launch buffer that each block finds full of NaN bytes. An invalid launch configuration (more than 1024 threads a
 // block, a grid dimension over its limit, a zero dimension, more than 48 KiB of dynamic shared memory
 // without cudaFuncSetAttribute) does not run and sets the error cudaGetLastError returns, as on a GPU.
 #pragma once
@@ -313,6 +313,10 @@ void launch(const Config& c, Kernel kernel, A&&... args) {
         for (unsigned by = 0; by < c.grid.y; ++by)
             for (unsigned bx = 0; bx < c.grid.x; ++bx) {
                 block_idx = uint3{bx, by, bz};
+                // On a GPU a block's dynamic shared memory holds whatever was there (an earlier block's values,
+                // anything): each block here starts with NaN bytes (-1 as integers), so a kernel reading entries
+                // its threads never wrote computes NaN rather than passing on the zeros of a fresh buffer.
+                std::memset(dynamic_smem_buffer.data(), 0xFF, c.smem);
                 if (KDCPU_FIBERS)
                     run_block_fibers(call, n);
                 else
