@@ -30,6 +30,7 @@ def test_shards_interleave_and_a_sample_spreads_over_the_selection():
     sample = real_static.select(answers, sample=8)
     assert len(sample) == 8 and {a["name"].split("/")[0] for a in sample} == {"run0", "run1", "run2", "run3"}
     assert real_static.select(answers, match="run2/*", sample=100) == answers[20:30]
+    assert real_static.select(answers, match="run1/L1P12, run3/*") == [answers[12], *answers[30:]]  # re-judging a few
 
 
 def test_answers_an_earlier_run_judged_are_left_out(tmp_path):
