@@ -94,9 +94,9 @@ def test_an_answer_out_of_gpu_memory_beside_others_is_judged_again_alone(monkeyp
                 return {"json": oom, "seconds": 1}
             if name == "c":
                 return {"json": {"verdict": "accept", "findings": [],
-                                 "dynamic_not_run": "1 of 17 dynamic checks could not run for GPU memory (first: seed0: "
-                                                    "candidate: out of GPU memory while other processes held 50.2 "
-                                                    "of 79.2 GiB)"}, "seconds": 1}
+                                 "dynamic_not_run": "1 of 17 dynamic checks could not run for GPU memory (first: "
+                                                    "seed0: candidate: out of GPU memory while other processes "
+                                                    "held 50.2 of 79.2 GiB)"}, "seconds": 1}
             return {"json": {"verdict": "accept", "findings": []}, "seconds": 1}
 
     monkeypatch.setattr(real_dynamic, "_real_pool", lambda: type("M", (), {

@@ -108,9 +108,9 @@ def judged_names(paths: list[Path], timed_out: bool = False) -> set[str]:
 
 def select(answers: list[dict], *, match: str | None = None, shard: str | None = None,
            sample: int | None = None, skip: set[str] = frozenset()) -> list[dict]:
-    """The answers a run judges: those matching the glob (or any of several, comma-separated), then the K-th of N interleaved slices
-    (`shard` "K/N") less those in `skip` (what an earlier run of the shard judged), then `sample` of them
-    spread evenly (every run, level and source represented)."""
+    """The answers a run judges: those matching the glob (or any of several, comma-separated), then the K-th
+    of N interleaved slices (`shard` "K/N") less those in `skip` (what an earlier run of the shard judged),
+    then `sample` of them spread evenly (every run, level and source represented)."""
     if match:  # several globs, comma-separated
         answers = [a for a in answers if any(fnmatch.fnmatch(a["name"], g.strip()) for g in match.split(","))]
     if shard:
@@ -208,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", help="device of the sandboxed run (with --dynamic)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per sandbox request of the run")
     parser.add_argument("--jsonl", type=Path, help="append one JSON line per answer as it is judged")
-    parser.add_argument("--match", help="only answers whose name matches this glob (e.g. 'gemini_level2*'; several, comma-separated)")
+    parser.add_argument("--match", help="only answers whose name matches this glob (e.g. 'gemini_level2*'; "
+                                        "several, comma-separated)")
     parser.add_argument("--shard", metavar="K/N", help="only the K-th of N interleaved slices of the answers")
     parser.add_argument("--sample", type=int, help="only N answers, spread evenly over the selection")
     parser.add_argument("--skip-judged", type=Path, nargs="*", default=[], metavar="JSONL",
