@@ -47,3 +47,20 @@ def test_comparisons_slice_by_slice_say_what_whole_tensor_comparisons_say(monkey
     # a non-contiguous candidate and a 0-d output slice the same way
     assert compare.output_stats(0, cand.t().contiguous().t(), ref, torch.float32, 1e-4, 1e-4) == whole["stats"]
     assert compare.output_stats(0, torch.tensor(1.5), torch.tensor(1.0), torch.float32, 1e-4, 1e-4)["first_wrong"] == []
+
+
+def test_a_close_kernelbench_trial_has_output_stats_figures_for_less_work():
+    """A passing KernelBench trial is judged by torch.allclose and needs only its errors' size; its figures are
+    the ones output_stats gives (an equal Inf included), without output_stats' dozen passes over the output."""
+    from debugger import compare
+
+    g = torch.Generator().manual_seed(5)
+    ref = torch.randn(300, 70, generator=g)
+    ref[3, 4] = float("inf")
+    cand = ref + 1e-3 * torch.randn(300, 70, generator=g)
+    cand[3, 4] = float("inf")
+    full = compare.output_stats(0, cand, ref, torch.float32, 1e-2, 1e-2)
+    fast = compare.kernelbench_stats(0, cand, ref, 1e-2)
+    assert fast["passed"] and full["passed"]
+    assert fast == {**full, "max_abs_err": fast["max_abs_err"], "max_rel_err": fast["max_rel_err"]}
+    assert abs(fast["max_abs_err"] - full["max_abs_err"]) < 1e-9 and abs(fast["max_rel_err"] - full["max_rel_err"]) < 1e-9
