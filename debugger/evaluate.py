@@ -531,6 +531,13 @@ def _worker_phases(check: CheckResult, who: str, header: dict, waited: float) ->
     _phase(check, f"{who}_wait", waited)
     _phase(check, f"{who}_draw", header.get("draw_seconds"))
     _phase(check, "candidate_forward" if who == "candidate" else "reference_run", header.get("seconds"))
+    _peak(check, who, header)
+
+
+def _peak(check: CheckResult, who: str, header: dict) -> None:
+    """The most GPU memory the worker held in this check so far (its run, its comparison)."""
+    if isinstance(header.get("peak_bytes"), int):
+        check.peak_bytes[who] = max(check.peak_bytes.get(who, 0), header["peak_bytes"])
 
 
 def _candidate_reply(candidate, timeout: float, check: CheckResult):
@@ -647,6 +654,7 @@ def _run_kernelbench_trial(check, spec, reference, candidate, timeout) -> str | 
         cmp_header, _ = reference.request({"op": "compare", "run": 1, "semantics": "kernelbench",
                                            "kb_tolerance": spec["kb_tolerance"]}, run[1], timeout=timeout)
         _phase(check, "compare", time.perf_counter() - t_cmp)
+        _peak(check, "reference", cmp_header)
     except (WorkerTimeout, WorkerDied) as e:
         if run is None and check.status != "pass":  # the candidate's own failure is this check's result
             return "dead" if candidate.dead else None
@@ -712,6 +720,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
             check.status, check.message = "skipped", f"comparison failed: {e}"
             return "dead"
         _phase(check, "compare", time.perf_counter() - t_cmp)
+        _peak(check, "reference", cmp_header)
         if not cmp_header.get("ok"):
             check.status, check.message = "runtime_error", f"comparison failed: {cmp_header.get('error')}"
             return None

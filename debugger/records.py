@@ -51,6 +51,8 @@ class CheckResult:
     # where the seconds went: the workers' input draws and forwards, the parent's waits for a run's reply
     # (its outputs' transfer) and for a comparison (evaluate._phase)
     phases: dict = field(default_factory=dict)
+    # the most GPU memory each worker's PyTorch held during the check (candidate, reference), where there is a GPU
+    peak_bytes: dict = field(default_factory=dict)
     spec: dict = field(default_factory=dict)
 
 

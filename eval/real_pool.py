@@ -140,6 +140,12 @@ def eval_fields(data: dict | None) -> dict:
     if timed:
         seconds, name, phases = max(timed, key=lambda t: t[0])
         out["slowest_check"] = {"name": name, "seconds": round(seconds, 1), **({"phases": phases} if phases else {})}
+    peaks = {}
+    for c in data.get("checks") or []:
+        for who, n in (c.get("peak_bytes") or {}).items():
+            peaks[who] = max(peaks.get(who, 0), n)
+    if peaks:  # the most GPU memory any check held, per worker: what the memory estimate admitted it by is beside it
+        out["peak_bytes"] = peaks
     verdicts = data.get("verdicts")
     if isinstance(verdicts, dict):
         for name in ("kernel", "kernelbench"):

@@ -86,6 +86,21 @@ def test_honest_kernel_passes_every_check():
     phases = report.to_dict()["checks"][0]["phases"]
     assert {"candidate_draw", "candidate_forward", "candidate_wait", "reference_draw", "reference_run",
             "reference_wait", "compare"} <= set(phases) and all(v >= 0 for v in phases.values())
+    assert report.to_dict()["checks"][0]["peak_bytes"] == {}  # no GPU here: nothing measured, nothing made up
+
+
+def test_a_checks_peak_gpu_memory_is_the_most_each_worker_reported():
+    """On a GPU each worker reports the most PyTorch held since its last reply (its run, the reference's
+    comparison too); the check keeps each worker's largest, the figure the memory estimate is judged by."""
+    from debugger import evaluate as ev
+    from debugger.records import CheckResult
+
+    check = CheckResult("kb_trial0", "kernelbench", False, "pass")
+    ev._worker_phases(check, "candidate", {"seconds": 1.0, "peak_bytes": 7 << 30}, 1.2)
+    ev._worker_phases(check, "reference", {"seconds": 2.0, "peak_bytes": 3 << 30}, 2.1)
+    ev._peak(check, "reference", {"ok": True, "peak_bytes": 5 << 30})  # the comparison held more
+    ev._peak(check, "candidate", {"ok": True, "peak_bytes": None})
+    assert check.peak_bytes == {"candidate": 7 << 30, "reference": 5 << 30}
 
 
 def test_missing_tail_mask_shows_as_unwritten_or_wrong_tail():

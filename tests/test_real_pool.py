@@ -468,6 +468,17 @@ def test_the_row_keeps_what_each_failing_check_said():
     assert "failed_messages" not in real_pool.eval_fields({"status": "pass", "checks": [{"name": "a", "passed": True}]})
 
 
+
+def test_the_row_keeps_the_slowest_checks_phases_and_each_workers_peak_gpu_memory():
+    fields = real_pool.eval_fields({"status": "pass", "checks": [
+        {"name": "kb_trial0", "passed": True, "seconds": 12.0, "phases": {"compare": 6.0},
+         "peak_bytes": {"candidate": 9, "reference": 4}},
+        {"name": "kb_trial1", "passed": True, "seconds": 15.0, "phases": {"compare": 7.5},
+         "peak_bytes": {"candidate": 8, "reference": 6}}]})
+    assert fields["slowest_check"] == {"name": "kb_trial1", "seconds": 15.0, "phases": {"compare": 7.5}}
+    assert fields["peak_bytes"] == {"candidate": 9, "reference": 6}
+
+
 def test_verify_resume_judges_only_the_folders_an_earlier_command_left(tmp_path, monkeypatch):
     """--verify-repairs --resume (a second 10-minute device command on the same machine, OUT and its builds
     kept): folders with a row in OUT/rows.jsonl are not judged again, and the table holds them all."""

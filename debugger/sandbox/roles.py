@@ -46,6 +46,16 @@ def _error(e: BaseException, stage: str) -> dict:
     return {"ok": False, "status": kind, "stage": stage, "error": msg, "traceback": "".join(tb[-6:])[-4000:]}
 
 
+def _peak_bytes() -> int | None:
+    """The most GPU memory PyTorch held in this process since the last call (None off a GPU): what a check
+    really needs, beside the estimate evaluations sharing a GPU are admitted by (debugger/sizes.py)."""
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    peak = torch.cuda.max_memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    return int(peak)
+
+
 def _model_key(spec: dict) -> str:
     return (f"{spec.get('init_seed', 0)}|{spec.get('param_noise', False)}|{spec.get('own_init', False)}|"
             f"{spec.get('eval_mode', False)}|{sorted((spec.get('shapes') or {}).items())}")
@@ -152,7 +162,7 @@ class ReferenceRole:
             self.fingerprints[spec["name"]] = [
                 o.double().flatten()[:4096].cpu() if isinstance(o, torch.Tensor) else o for o in native]
         header = {"ok": True, "n_outputs": len(native), "seconds": time.perf_counter() - t0,
-                  "draw_seconds": draw_seconds,
+                  "draw_seconds": draw_seconds, "peak_bytes": _peak_bytes(),
                   "shapes": [list(o.shape) if isinstance(o, torch.Tensor) else None for o in native],
                   "dtypes": [str(d).replace("torch.", "") if d is not None else None for d in self.dtypes],
                   "inputs_noncontiguous": own_layout}
@@ -274,7 +284,8 @@ class ReferenceRole:
             self.previous = None
         nonfinite = sum(int((~torch.isfinite(o)).sum()) for o in self.native
                         if isinstance(o, torch.Tensor) and o.is_floating_point())
-        reply = {"ok": True, "runs": results, "drift": drift, "reference_nonfinite": nonfinite}
+        reply = {"ok": True, "runs": results, "drift": drift, "reference_nonfinite": nonfinite,
+                 "peak_bytes": _peak_bytes()}
         if header.get("sentinel") is not None and not all(st["passed"] for st in results[0]):
             # elements that kept the poison: never written by this run
             reply["unwritten"] = sum(compare.count_equal(o, header["sentinel"]) for o in outs_now
@@ -519,7 +530,7 @@ class CandidateRole:
                       for a, b in zip(xs, self.pristine))
         info = {
             "ok": True, "seconds": seconds, "draw_seconds": draw_seconds, "n_outputs": len(outs),
-            "inputs_mutated": mutated,
+            "inputs_mutated": mutated, "peak_bytes": _peak_bytes(),
             "buffers_reused": buffers_reused,
             "output_types": [type(o).__name__ for o in outs],
             "aliases_input": [any(overlaps(o, x) for x in tensors_in) if isinstance(o, torch.Tensor) else False
