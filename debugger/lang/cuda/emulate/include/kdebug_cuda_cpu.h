@@ -6,9 +6,10 @@
 // as a fiber (ucontext) that yields at every barrier, so shared memory and warp exchanges behave as on a
 // GPU whose threads interleave only at barriers. Races between unsynchronised threads therefore never
 // show, as in Triton's interpreter. Shared memory is a function-local static (one block at a time),
-// dynamic shared memory a per-launch buffer that each block finds full of NaN bytes. An invalid launch configuration (more than 1024 threads a
-// block, a grid dimension over its limit, a zero dimension, more than 48 KiB of dynamic shared memory
-// without cudaFuncSetAttribute) does not run and sets the error cudaGetLastError returns, as on a GPU.
+// dynamic shared memory a per-launch buffer that each block finds full of NaN bytes. An invalid launch
+// configuration (more than 1024 threads a block, a grid dimension over its limit, a zero dimension, more
+// than 48 KiB of dynamic shared memory without cudaFuncSetAttribute) does not run and sets the error
+// cudaGetLastError returns, as on a GPU.
 #pragma once
 
 #include <torch/extension.h>
