@@ -178,18 +178,18 @@ def kernelbench_stats(index: int, cand, native, tolerance: float) -> dict:
     if not isinstance(native, torch.Tensor) or not isinstance(cand, torch.Tensor) \
             or tuple(cand.shape) != tuple(native.shape):
         return output_stats(index, cand, native, getattr(native, "dtype", torch.float64), tolerance, tolerance)
-    c = cand.to(native.device)
+    c = cand.to(device=native.device, dtype=native.dtype)
     try:  # slice by slice, as output_stats: allclose is elementwise, so all slices close = the whole close
-        n_flat, c_flat = native.reshape(-1), c.to(native.dtype).reshape(-1)
+        n_flat, c_flat = native.reshape(-1), c.reshape(-1)
         close = all(bool(torch.allclose(n_flat[i:i + CHUNK_ELEMENTS], c_flat[i:i + CHUNK_ELEMENTS], atol=tolerance,
                                         rtol=tolerance)) for i in range(0, n_flat.numel(), CHUNK_ELEMENTS))
     except RuntimeError as e:
-        stats = output_stats(index, c.to(native.dtype), native, native.dtype, tolerance, tolerance)
+        stats = output_stats(index, c, native, native.dtype, tolerance, tolerance)
         return {**stats, "passed": False, "problem": f"torch.allclose failed: {str(e)[:200]}"}
     # A trial that passes needs only its errors' size (a few passes); the full figures - which elements, NaN and
     # Inf mismatches, the first wrong index - are for one that fails (a 512 MB output: 10 s of a CPU's 11)
-    stats = _close_stats(index, c.to(native.dtype), native, tolerance) if close and cand.dtype == native.dtype \
-        else output_stats(index, c.to(native.dtype), native, native.dtype, tolerance, tolerance)
+    stats = _close_stats(index, c, native, tolerance) if close and cand.dtype == native.dtype \
+        else output_stats(index, c, native, native.dtype, tolerance, tolerance)
     if cand.dtype != native.dtype:
         close = False
         stats["problem"] = (f"output {index} has dtype {str(cand.dtype).replace('torch.', '')}, "

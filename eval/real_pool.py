@@ -57,6 +57,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from debugger.evaluate import CUDA_ON_CPU  # noqa: E402
+from debugger.integrity.gate import incomplete_accept  # noqa: E402
 from ingest.answers import Answer, read_pool  # noqa: E402
 
 STATUSES = ("pass", "mismatch", "compile_error", "runtime_error", "timeout", "invalid_input")
@@ -299,8 +300,7 @@ def gate_repaired(row: dict, repaired: Path, kd: Kdebug, opts, out: Path) -> dic
                       row["flags"])
     res = kd.run(["check", str(repaired), "--device", opts.device, *flags], opts.timeout, out)
     chk = res["json"] or {}
-    # an accept whose dynamic checks were crowded out of the GPU is incomplete (`kdebug check` exits 2)
-    incomplete = chk.get("dynamic_not_run") if chk.get("verdict") == "accept" else None
+    incomplete = incomplete_accept(chk)
     row["check"] = {"verdict": "incomplete" if incomplete else
                     chk.get("verdict") or ("timed out" if res["timed_out"] else None),
                     **({"incomplete": incomplete[:400]} if incomplete else {}),
@@ -424,10 +424,11 @@ class DeviceMemory:
 
 
 def out_of_memory(field: dict) -> bool:
-    """A row's eval (row["verify"]) or gate (row["check"]) says a check ran out of GPU memory (beside
-    others' evaluations, most likely): CUDA's own words, or kdebug's for a check crowded out."""
+    """A row's eval (row["verify"]) or gate (row["check"], or a policy's verdict in eval/integrity/real_dynamic.py)
+    says a check ran out of GPU memory (beside others' evaluations, most likely): CUDA's own words, or kdebug's
+    for a check crowded out."""
     texts = [field.get("message") or "", field.get("incomplete") or "", *(field.get("failed_messages") or {}).values(),
-             *(f.get("message") or "" for f in field.get("findings") or [])]
+             *(f.get("message") or "" for f in [*(field.get("findings") or []), *(field.get("rejections") or [])])]
     return any(("out of memory" in t.lower() or "out of gpu memory" in t.lower()) for t in texts)
 
 

@@ -100,7 +100,8 @@ def test_an_answer_out_of_gpu_memory_beside_others_is_judged_again_alone(monkeyp
             return {"json": {"verdict": "accept", "findings": []}, "seconds": 1}
 
     monkeypatch.setattr(real_dynamic, "_real_pool", lambda: type("M", (), {
-        "Kdebug": Runner, "DeviceMemory": real_pool.DeviceMemory, "GATE": real_pool.GATE, "ALONE": real_pool.ALONE}))
+        "Kdebug": Runner, "DeviceMemory": real_pool.DeviceMemory, "GATE": real_pool.GATE, "ALONE": real_pool.ALONE,
+        "out_of_memory": staticmethod(real_pool.out_of_memory)}))
     answers = [{"name": n, "source": "kernelbench-fork", "candidate": n, "reference": "ref"} for n in "abcd"]
     rows = {r["name"]: r["kernelbench"] for r in real_dynamic.judge_all(
         answers, ("kernelbench",), device="cuda", timeout=60, sizes="small", jobs=4, deadline=None, min_left=0)}

@@ -71,6 +71,12 @@ def _inherited_as_warnings(findings: list[Finding], baseline_src: str, reference
             for f in findings]
 
 
+def incomplete_accept(check_json: dict) -> str | None:
+    """Why an accept in `kdebug check --json`'s output is incomplete (the dynamic checks not run, or crowded out
+    of the GPU: the command exits 2 for it), or None."""
+    return check_json.get("dynamic_not_run") if check_json.get("verdict") == "accept" else None
+
+
 def _crowded_checks(evaluation: dict | None) -> str | None:
     """Why the dynamic run is incomplete, where checks could not run for want of GPU memory (others' processes
     held it): an accept without them is no accept (never a silent skip), a run on a GPU of its own decides."""

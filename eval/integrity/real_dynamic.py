@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 
-from debugger.gpu_memory import says_out_of_memory
+from debugger.integrity.gate import incomplete_accept
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,12 +34,6 @@ def _real_pool():
     return module
 
 
-def out_of_memory(part: dict) -> bool:
-    """A policy's verdict that GPU memory decided: a rejection, or checks not run, for want of it."""
-    texts = [r.get("message") or "" for r in part.get("rejections") or []] + [part.get("incomplete") or ""]
-    return any(says_out_of_memory(t) for t in texts)
-
-
 def verdict_of(result: dict) -> dict:
     """One policy's part of a row, from `kdebug check --json`'s result (or why there is none)."""
     data = result.get("json")
@@ -50,7 +44,7 @@ def verdict_of(result: dict) -> dict:
                                                         "message": (result.get("stderr_tail") or "")[-300:]}],
                 "warnings": []}
     findings = data.get("findings") or []
-    incomplete = data.get("dynamic_not_run") if data.get("verdict") == "accept" else None
+    incomplete = incomplete_accept(data)
     return {**base, "verdict": "incomplete" if incomplete else data.get("verdict", "error"),
             **({"incomplete": incomplete[:400]} if incomplete else {}),
             "rejections": [{"rule": f["rule"], "line": f.get("line"), "message": f["message"][:400]}
@@ -96,7 +90,7 @@ def judge_all(answers: list[dict], policies: tuple[str, ...], *, device: str, ti
                     "--timeout", str(timeout)]
             with memory.hold(0, kd_module.GATE) if memory else nullcontext():
                 row[policy] = verdict_of(kd.run(args, timeout=left_now(), cwd=scratch))
-            if memory is not None and out_of_memory(row[policy]):
+            if memory is not None and kd_module.out_of_memory(row[policy]):
                 with memory.hold(0, kd_module.ALONE):
                     if left_now() >= min_left:
                         crowded = row[policy]

@@ -22,15 +22,16 @@ def _contains(outer: Node, inner: Node) -> bool:
     return outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte
 
 
-def _compute_in(ctx: Context, region: Node, *, light_ok: bool) -> list:
+def _compute_in(ctx: Context, region: Node, *, light_ok: bool, every: bool = False) -> list:
     """Compute sites in `region` that do real work: not glue, not light finishing of kernel results,
-    and with light_ok not any work the compute rule only warns about."""
+    and with light_ok not any work the compute rule only warns about; with `every`, any PyTorch compute the
+    compute rule judges at all, light or not."""
     found = []
     for site in ctx.sites:
         if not _contains(region, site.node):
             continue
         verdict = judge(site, ctx.reference)
-        if verdict is None or (verdict[0] == WARN and (light_ok or not site.operand.is_full_size)):
+        if verdict is None or (not every and verdict[0] == WARN and (light_ok or not site.operand.is_full_size)):
             continue
         found.append(site)
     return found
@@ -194,13 +195,10 @@ def training_fallback(ctx: Context) -> list[Finding]:
         launches_elsewhere = any(_contains(b, l.node) for b in other for l in ctx.launches) or \
             any(l.node.start_byte >= node.end_byte and _contains(fn.body, l.node) for l in ctx.launches)
         launches_here = any(_contains(b, l.node) for b in training for l in ctx.launches)
-        if any(n.type == "return_statement" for b in training for n in walk(b)):
-            # the branch returns before the kernel: whatever PyTorch computes there is the train-mode result,
-            # light or not, whatever the value it starts from (a helper module's argument is of no known kind)
-            computing = [site for b in training for site in ctx.sites
-                         if _contains(b, site.node) and judge(site, ctx.reference) is not None]
-        else:
-            computing = [site for b in training for site in _compute_in(ctx, b, light_ok=True)]
+        # a branch that returns before the kernel makes the train-mode result: whatever PyTorch computes there
+        # counts, light or not, whatever the value it starts from (a helper module's argument is of no known kind)
+        returns = any(n.type == "return_statement" for b in training for n in walk(b))
+        computing = [site for b in training for site in _compute_in(ctx, b, light_ok=True, every=returns)]
         if computing and launches_elsewhere and not launches_here:
             found.append(Finding("training_fallback", REJECT,
                                  f"in train mode (`{ctx.source(condition)}`, as KernelBench's harness runs it) forward "
