@@ -598,6 +598,16 @@ def _reference_failed(check: CheckResult, error: str | None, prefix: str = "") -
     return None if crowded else "invalid_reference"
 
 
+def _comparison_failed(check: CheckResult, error: str | None) -> None:
+    """The comparison runs in the reference's worker, kdebug's own step: where it ran out of GPU memory (others
+    crowding it, or the outputs' size), the check could not run - skipped with its reason, never the
+    candidate's runtime error (opus level2/5 was rejected so beside nine other gates on an H100, run 47)."""
+    if says_out_of_memory(error):
+        check.status, check.message = "skipped", f"comparison failed: {crowded_out(error) or error}"
+    else:
+        check.status, check.message = "runtime_error", f"comparison failed: {error}"
+
+
 def _varies_inputs(spec: dict) -> bool:
     return spec.get("kind") in ("layout", "hidden", "params") or bool(spec.get("shapes"))
 
@@ -661,7 +671,7 @@ def _run_kernelbench_trial(check, spec, reference, candidate, timeout) -> str | 
         check.status, check.message = "skipped", f"reference failed: {e}"
         return "dead"
     if not cmp_header.get("ok"):
-        check.status, check.message = "runtime_error", f"comparison failed: {cmp_header.get('error')}"
+        _comparison_failed(check, cmp_header.get("error"))
         return None
     stats = cmp_header["runs"][0]
     check.outputs = [OutputStats(**{k: (_float(v) if k in ("max_abs_err", "max_rel_err") else v)
@@ -722,7 +732,7 @@ def _run_check(check, spec, reference, candidate, ev: Evaluation, atol, rtol, ti
         _phase(check, "compare", time.perf_counter() - t_cmp)
         _peak(check, "reference", cmp_header)
         if not cmp_header.get("ok"):
-            check.status, check.message = "runtime_error", f"comparison failed: {cmp_header.get('error')}"
+            _comparison_failed(check, cmp_header.get("error"))
             return None
         per_run.append(cmp_header["runs"][0])
         if cmp_header.get("drift") is not None:

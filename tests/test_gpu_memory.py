@@ -145,3 +145,34 @@ def test_the_gate_calls_an_accept_with_checks_crowded_out_incomplete():
     rejected_shape = {"checks": [{"name": "hidden_shape0", "status": "skipped",
                                   "message": "reference failed: RuntimeError: Expected 3 channels"}]}
     assert _crowded_checks(rejected_shape) is None and _crowded_checks(None) is None
+
+
+# The comparison runs in the reference's worker: this reference makes it fail as it failed beside nine other gates on an
+# H100 (run 47), out of memory others held.
+COMPARISON_CROWDED_REFERENCE = REFERENCE + '''
+
+import debugger.compare as _compare
+
+
+def _crowded(*args, **kwargs):
+    raise torch.cuda.OutOfMemoryError(MESSAGE)
+
+
+_compare.output_stats = _compare.kernelbench_stats = _crowded
+'''
+
+
+def test_a_comparison_out_of_gpu_memory_is_a_check_not_run_not_the_candidates_error():
+    from debugger.integrity.gate import _crowded_checks
+
+    honest = CANDIDATE.replace("if x.abs().max() > 0:\n            raise torch.cuda.OutOfMemoryError(MESSAGE)\n", "")
+    reference = COMPARISON_CROWDED_REFERENCE.replace("MESSAGE", repr(SHARED.split(": ", 1)[1]))
+    report = evaluate(case_from_sources(reference, honest), "cpu", checks=[standard_checks()[0]])
+    check = report.checks[0]
+    assert check.status == "skipped" and check.message.startswith("comparison failed: out of GPU memory while other")
+    assert report.verdicts["kernel"]["failed"] == [] and report.status != "pass"
+    assert "1 of 1 dynamic checks could not run for GPU memory" in _crowded_checks(report.to_dict())
+    # any other failure of the comparison stays what it was
+    broken = COMPARISON_CROWDED_REFERENCE.replace("torch.cuda.OutOfMemoryError(MESSAGE)", "ValueError('no stats')")
+    check = evaluate(case_from_sources(broken, honest), "cpu", checks=[standard_checks()[0]]).checks[0]
+    assert check.status == "runtime_error" and check.message == "comparison failed: ValueError: no stats"
