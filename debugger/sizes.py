@@ -33,6 +33,11 @@ BATCH_LIKE = re.compile(r"batch|^b$|^bs$|^n$|^m$|num_samples|samples", re.I)
 # Per check the workers hold the inputs about five times over (pristine, clone, float64 copies) plus
 # outputs of similar size: the estimate a scheduler can pack by.
 CHECK_MEMORY_FACTOR = 8
+# KernelBench's trials alone (`--checks kernelbench`) hold less: no float64 copy, one candidate run (d06a0d9). On an
+# H100 at the published sizes (run 49, `peak_bytes`) gemini level1/53 held 3.25 times its 8.6 GB of inputs (the
+# candidate 19.3 GB: its pristine inputs and the copy it runs on; the reference 8.6 GB) and gemini level1/94 2.75
+# times its 12.9 GB (18.3 + 17.2 GB), where factor 8 kept each alone on the GPU.
+TRIAL_MEMORY_FACTOR = 4
 
 
 def input_constants(reference_src: str) -> dict[str, int]:
@@ -181,8 +186,9 @@ def largest_result_bytes(fn, *args) -> int:
     return mode.largest
 
 
-def check_memory_estimate(input_bytes: int, result_bytes: int = 0) -> int:
+def check_memory_estimate(input_bytes: int, result_bytes: int = 0, trials_only: bool = False) -> int:
     """Bytes one check is expected to hold on the device (for scheduling evaluations that share it): the
     inputs and the largest intermediate or output (largest_result_bytes), several copies of each (the
-    candidate's two runs, the reference's native and float64 ones, the comparison's)."""
-    return CHECK_MEMORY_FACTOR * (input_bytes + result_bytes)
+    candidate's two runs, the reference's native and float64 ones, the comparison's; fewer where only
+    KernelBench's trials run)."""
+    return (TRIAL_MEMORY_FACTOR if trials_only else CHECK_MEMORY_FACTOR) * (input_bytes + result_bytes)

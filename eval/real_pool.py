@@ -374,11 +374,12 @@ class DeviceMemory:
         self.waiting = {GATE: 0, EVAL: 0, ALONE: 0}
         self.cond = threading.Condition()
 
-    def need(self, reference: Path, sizes: str = "published") -> int:
+    def need(self, reference: Path, sizes: str = "published", trials_only: bool = False) -> int:
         """What a task's checks are estimated to hold on the GPU: its inputs, its largest intermediate and
         its weights, several times over (the whole budget when they cannot be sized without running it).
         At sizes="small" (the gate's), the inputs and intermediates are scaled to the reduced sizes' input
-        budget and the weights to their budget. Answers that create a cuBLAS handle per call allocate
+        budget and the weights to their budget; `trials_only` (KernelBench's trials alone) counts fewer copies
+        of the inputs and results (debugger/sizes.TRIAL_MEMORY_FACTOR). Answers that create a cuBLAS handle per call allocate
         outside PyTorch's allocator and never check its status: an underestimate can starve them
         (suspected where opus level2/40 was judged nondeterministic on an H100 shared by four jobs whose
         weights were not counted)."""
@@ -392,7 +393,7 @@ class DeviceMemory:
             scale = min(1.0, BUDGET_BYTES["cuda"] / inputs) if inputs else 1.0
             inputs, results = int(inputs * scale), int(results * scale)
             params = min(params, BUDGET_PARAM_BYTES["cuda"])
-        return check_memory_estimate(inputs, results) + PARAM_COPIES * params
+        return check_memory_estimate(inputs, results, trials_only) + PARAM_COPIES * params
 
     def hold(self, need: int, rank: int = EVAL):
         alone = rank == ALONE
@@ -922,7 +923,7 @@ def main(argv=None) -> int:
             if memory is None:
                 row = run_answer(answer, case, kd, opts, out)
             else:
-                need = memory.need(case / "reference.py")
+                need = memory.need(case / "reference.py", trials_only=opts.checks == "kernelbench")
                 with memory.hold(need):
                     if late():
                         return None

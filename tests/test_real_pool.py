@@ -354,6 +354,11 @@ def test_a_task_s_gpu_memory_need_counts_its_weights_as_well_as_its_inputs(tmp_p
                                                       + real_pool.PARAM_COPIES * params)
     (tmp_path / "broken.py").write_text("raise RuntimeError('no')\n")
     assert memory.need(tmp_path / "broken.py") == 100 << 30  # unsized: the whole budget
+    # KernelBench's trials alone hold half the copies of the inputs and results (no float64 copy, one run), the
+    # weights as many: two such evaluations pack where one of the full checks did
+    weights = real_pool.PARAM_COPIES * params
+    trials = memory.need(tmp_path / "reference.py", trials_only=True)
+    assert trials - weights == (memory.need(tmp_path / "reference.py") - weights) // 2 == 4 * (inputs + results)
 
 
 UPSAMPLING_REF = """
