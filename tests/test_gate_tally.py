@@ -32,3 +32,13 @@ def test_the_last_judged_row_of_an_answer_counts_and_an_incomplete_one_never_ove
 def test_a_missing_rows_file_is_one_line_and_changes_nothing(tmp_path, capsys):
     assert gate_tally.main([str(tmp_path / "none.jsonl")]) == 2
     assert capsys.readouterr().err.strip() == f"gate_tally: no such file: {tmp_path / 'none.jsonl'}"
+
+
+def test_by_default_every_gpu_run_of_the_gate_is_read_oldest_run_first(tmp_path):
+    for rel in ["h200_2026-12-05/run12_gate_rows.jsonl", "h200_2026-12-04/run5_gate_rows.jsonl",
+                "h100_2026-12-07/run47_gate_g5_x.jsonl", "h100_2026-12-07/run47_agree_rows_x.jsonl",
+                "cpu_2026-12-07/gate_shard6of6_x.jsonl"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    assert [p.name for p in gate_tally.default_rows(tmp_path)] == [
+        "run5_gate_rows.jsonl", "run12_gate_rows.jsonl", "run47_gate_g5_x.jsonl"]  # GPU gate runs only

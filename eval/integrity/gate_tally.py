@@ -9,18 +9,28 @@ kernel never runs there, or a library does the operator - so the gate is right t
 fault). An unread rejection counts against the gate. The criterion (issue 16): at least 97% of the honest answers
 judged on a GPU accepted, honest = accepted + rejections not read as correct.
 
-    python eval/integrity/gate_tally.py [--readings eval/integrity/gpu_rejections_read.toml] ROWS.jsonl ...
+    python eval/integrity/gate_tally.py [--readings eval/integrity/gpu_rejections_read.toml] [ROWS.jsonl ...]
+
+Without ROWS: every committed GPU run of the gate, `eval/h*/run<N>_*gate*.jsonl`, in the order of N.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 JUDGED = ("accept", "reject")
+
+
+def default_rows(eval_dir: Path = HERE.parent) -> list[Path]:
+    """The gate rows of every committed GPU run (eval/h100_*, eval/h200_*), oldest run first."""
+    runs = [(int(m.group(1)), p) for p in eval_dir.glob("h*_*/run*gate*.jsonl")
+            if (m := re.match(r"run(\d+)", p.name))]
+    return [p for _, p in sorted(runs)]
 
 
 def final_rows(paths: list[Path], policy: str = "kernelbench") -> tuple[dict[str, dict], set[str]]:
@@ -68,11 +78,12 @@ def markdown(t: dict, judged: dict[str, dict], unjudged: set[str], readings: dic
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("rows", nargs="+", type=Path, help="gate rows (dynamic.jsonl), oldest first")
+    ap.add_argument("rows", nargs="*", type=Path, help="gate rows (dynamic.jsonl), oldest first (default: every GPU run's)")
     ap.add_argument("--readings", type=Path, default=HERE / "gpu_rejections_read.toml")
     ap.add_argument("--policy", default="kernelbench")
     ap.add_argument("--json", action="store_true")
     opts = ap.parse_args(argv)
+    opts.rows = opts.rows or default_rows()
     for path in [*opts.rows, opts.readings]:
         if not path.is_file():
             print(f"gate_tally: no such file: {path}", file=sys.stderr)
