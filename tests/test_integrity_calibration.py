@@ -61,6 +61,19 @@ def test_a_check_that_gave_no_verdict_is_not_judged_and_says_why():
     assert summary["answers"] == 1 and summary["not_judged"] == {"timeout": 1}
 
 
+def test_both_policies_come_from_one_check_and_split_into_the_row():
+    """real_dynamic runs `kdebug check --policy both` once per answer for both policies (one sandboxed run)."""
+    real_dynamic = _load("real_dynamic")
+    both = {"kernelbench": {"verdict": "accept", "findings": []},
+            "strict": {"verdict": "reject", "findings": [{"rule": "fails_evaluation", "severity": "reject",
+                                                          "message": "transposed", "line": None}]}}
+    rows = real_dynamic.verdicts_of({"json": both, "seconds": 9}, ("kernelbench", "strict"))
+    assert rows["kernelbench"]["verdict"] == "accept" and rows["strict"]["verdict"] == "reject"
+    assert rows["strict"]["rejections"][0]["rule"] == "fails_evaluation" and rows["strict"]["seconds"] == 9
+    lost = real_dynamic.verdicts_of({"json": None, "timed_out": True, "seconds": 300}, ("kernelbench", "strict"))
+    assert {r["verdict"] for r in lost.values()} == {"timeout"}
+
+
 def test_an_answer_out_of_gpu_memory_beside_others_is_judged_again_alone(monkeypatch):
     """On the H100, ten gates side by side: four honest answers were rejected for CUDA's out-of-memory error and
     accepted when run alone (2026-12-07, runs 43-45). A verdict memory decided is judged again with no other

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import ast
 import math
-
 import re
+from dataclasses import dataclass
 
 from debugger.case import Case
 from debugger.compare import KERNELBENCH_TOLERANCE
-from debugger.evaluate import hidden_checks, run_evaluation, standard_checks
+from debugger.evaluate import Evaluation, hidden_checks, run_evaluation, standard_checks
 from debugger.integrity.findings import REJECT, WARN, Finding
 from debugger.integrity.policy import KERNELBENCH
 from debugger.integrity.work import Measurement, judge, measure
@@ -116,12 +116,18 @@ def precision_split(failed: list, policy: str, repair: bool = False) -> tuple[li
     return rejecting, notes
 
 
-def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: bool = True,
-                     policy: str = KERNELBENCH, sizes: str = "published",
-                     repair: bool = False) -> tuple[list[Finding], dict, Measurement | None]:
-    """Findings from a run over standard + hidden checks; also returns the evaluation summary and the
-    measured PyTorch work of the first check (None when it did not run). `repair`: the candidate is a
-    repair (robustness_split)."""
+@dataclass
+class DynamicRun:
+    """One sandboxed run of the gate's checks: what every policy's judgement reads (judge_run)."""
+
+    evaluation: Evaluation
+    specs: list[dict]
+
+
+def run_checks(case: Case, device: str, *, timeout: float = 120.0, full: bool = True,
+               sizes: str = "published") -> DynamicRun:
+    """Run the standard + hidden checks once, the first logging PyTorch's work. The run does not depend on the
+    policy, only its judgement does: one run serves both (`kdebug check --policy both`)."""
     # The seeded check gives the observations; the standard checks themselves were run by `verify`
     # (a caller that skipped them passes full=True).
     base = None
@@ -131,7 +137,13 @@ def dynamic_findings(case: Case, device: str, *, timeout: float = 120.0, full: b
     specs = (standard_checks() if full else standard_checks()[:1]) + \
         hidden_checks(shape_variants(case.reference_src, base))
     specs[0] = dict(specs[0], work=True)
-    ev = run_evaluation(case, device, checks=specs, timeout=timeout, sizes=sizes)
+    return DynamicRun(run_evaluation(case, device, checks=specs, timeout=timeout, sizes=sizes), specs)
+
+
+def judge_run(case: Case, run: DynamicRun, policy: str = KERNELBENCH,
+              repair: bool = False) -> tuple[list[Finding], dict, Measurement | None]:
+    """The findings of one run under one policy, the evaluation summary and PyTorch's measured work."""
+    ev, specs = run.evaluation, run.specs
     report = ev.report
     findings: list[Finding] = []
     if report.status in ("compile_error", "runtime_error", "timeout", "invalid_input") and not report.checks:

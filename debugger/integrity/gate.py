@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from debugger.case import Case
 from debugger.evaluate import cuda_blocked_on_cpu
 from debugger.gpu_memory import says_out_of_memory
-from debugger.integrity.dynamic import dynamic_findings
+from debugger.integrity.dynamic import judge_run, run_checks
 from debugger.integrity.findings import REJECT, WARN, Finding
-from debugger.integrity.policy import DEFAULT_POLICY, STRICT, check_policy
+from debugger.integrity.policy import DEFAULT_POLICY, POLICIES, STRICT, check_policy
 from debugger.integrity.relative import regressions
 from debugger.integrity.static import static_findings
 from debugger.source.host import SourceModule
@@ -98,22 +98,38 @@ def check(case: Case, device: str = "cpu", *, strict_precision: bool = False, dy
     a whole layer into PyTorch; `kdebug check` and the MCP tool default to kernelbench. `sizes`: the
     evaluation's sizes (published, small or auto; debugger/sizes.py)."""
     policy = check_policy(policy)
-    evaluation = measured = not_run = None
-    dyn: list[Finding] = []
+    return check_policies(case, device, (policy,), strict_precision=strict_precision, dynamic=dynamic,
+                          timeout=timeout, full=full, baseline_src=baseline_src, sizes=sizes)[policy]
+
+
+def check_policies(case: Case, device: str = "cpu", policies: tuple[str, ...] = POLICIES, *,
+                   strict_precision: bool = False, dynamic: bool = True, timeout: float = 120.0, full: bool = True,
+                   baseline_src: str | None = None, sizes: str = "published") -> dict[str, Verdict]:
+    """The gate under each policy, from one sandboxed run: the run does not depend on the policy, only what
+    is made of it (calibrating both policies on real answers cost two runs of every answer before)."""
+    policies = tuple(check_policy(p) for p in policies)
     blocked = cuda_blocked_on_cpu(case.candidate_src) if dynamic and device == "cpu" else None
+    run = not_run = None
     if blocked:  # code that cannot run here is judged by the static rules alone, never rejected for not running
-        dynamic, not_run = False, f"the dynamic checks were not run: {blocked}; the static rules alone judged it"
-    if dynamic and not SourceModule(case.candidate_src).has_error:
-        dyn, evaluation, measured = dynamic_findings(case, device, timeout=timeout, full=full, policy=policy,
-                                                     sizes=sizes, repair=baseline_src not in (None, case.candidate_src))
-        not_run = _crowded_checks(evaluation)
-    # The static rules judge PyTorch compute from the source only where the run measured none (work.py).
-    findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision,
-                                    policy=policy, measured=measured))
-    findings.extend(dyn)
-    if baseline_src is not None and baseline_src != case.candidate_src:
-        findings = _inherited_as_warnings(findings, baseline_src, case.reference_src, strict_precision, policy)
-        findings.extend(regressions(baseline_src, case.candidate_src, case.reference_src, policy))
-    verdict = "reject" if any(f.severity == REJECT for f in findings) else "accept"
-    return Verdict(verdict, findings, evaluation, policy, measured.summary() if measured is not None else None,
-                   not_run)
+        not_run = f"the dynamic checks were not run: {blocked}; the static rules alone judged it"
+    elif dynamic and not SourceModule(case.candidate_src).has_error:
+        run = run_checks(case, device, timeout=timeout, full=full, sizes=sizes)
+    repair = baseline_src not in (None, case.candidate_src)
+    verdicts = {}
+    for policy in policies:
+        evaluation = measured = None
+        dyn: list[Finding] = []
+        if run is not None:
+            dyn, evaluation, measured = judge_run(case, run, policy, repair)
+            not_run = _crowded_checks(evaluation)
+        # The static rules judge PyTorch compute from the source only where the run measured none (work.py).
+        findings = list(static_findings(case.candidate_src, case.reference_src, strict_precision=strict_precision,
+                                        policy=policy, measured=measured))
+        findings.extend(dyn)
+        if repair:
+            findings = _inherited_as_warnings(findings, baseline_src, case.reference_src, strict_precision, policy)
+            findings.extend(regressions(baseline_src, case.candidate_src, case.reference_src, policy))
+        verdict = "reject" if any(f.severity == REJECT for f in findings) else "accept"
+        verdicts[policy] = Verdict(verdict, findings, evaluation, policy,
+                                   measured.summary() if measured is not None else None, not_run)
+    return verdicts

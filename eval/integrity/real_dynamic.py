@@ -34,6 +34,14 @@ def _real_pool():
     return module
 
 
+def verdicts_of(result: dict, policies: tuple[str, ...]) -> dict[str, dict]:
+    """Each policy's part of a row from one `kdebug check --json` (with `--policy both`, one object per policy)."""
+    data = result.get("json")
+    if len(policies) == 1 or data is None:
+        return {p: verdict_of(result) for p in policies}
+    return {p: verdict_of(dict(result, json=data.get(p))) for p in policies}
+
+
 def verdict_of(result: dict) -> dict:
     """One policy's part of a row, from `kdebug check --json`'s result (or why there is none)."""
     data = result.get("json")
@@ -81,22 +89,25 @@ def judge_all(answers: list[dict], policies: tuple[str, ...], *, device: str, ti
 
     def one(answer: dict) -> dict:
         row = {"name": answer["name"], "source": answer["source"]}
-        for policy in policies:
-            if left_now() < min_left:
-                row[policy] = {"verdict": "not_started", "rejections": [], "warnings": [], "seconds": 0}
-                continue
+        if left_now() < min_left:
+            row.update({p: {"verdict": "not_started", "rejections": [], "warnings": [], "seconds": 0}
+                        for p in policies})
+        else:
+            # every policy from one sandboxed run (`--policy both`)
             args = ["check", str(Path(answer["candidate"]).resolve()), "--ref",
-                    str(Path(answer["reference"]).resolve()), "--device", device, "--policy", policy, "--sizes", sizes,
+                    str(Path(answer["reference"]).resolve()), "--device", device,
+                    "--policy", policies[0] if len(policies) == 1 else "both", "--sizes", sizes,
                     "--timeout", str(timeout)]
             with memory.hold(0, kd_module.GATE) if memory else nullcontext():
-                row[policy] = verdict_of(kd.run(args, timeout=left_now(), cwd=scratch))
-            if memory is not None and kd_module.out_of_memory(row[policy]):
+                row.update(verdicts_of(kd.run(args, timeout=left_now(), cwd=scratch), policies))
+            if memory is not None and any(kd_module.out_of_memory(row[p]) for p in policies):
                 with memory.hold(0, kd_module.ALONE):
                     if left_now() >= min_left:
-                        crowded = row[policy]
-                        row[policy] = verdict_of(kd.run(args, timeout=left_now(), cwd=scratch))
-                        row[policy]["alone_after"] = {"verdict": crowded["verdict"],
-                                                      "rules": [r["rule"] for r in crowded["rejections"]]}
+                        crowded = {p: row[p] for p in policies}
+                        row.update(verdicts_of(kd.run(args, timeout=left_now(), cwd=scratch), policies))
+                        for p in policies:
+                            row[p]["alone_after"] = {"verdict": crowded[p]["verdict"],
+                                                     "rules": [r["rule"] for r in crowded[p]["rejections"]]}
         with lock:
             if sink is not None and any(row[p]["verdict"] != "not_started" for p in policies):
                 sink.write(json.dumps(row) + "\n")
