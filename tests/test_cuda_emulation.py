@@ -550,3 +550,22 @@ def test_the_shared_build_took_the_precompiled_header_where_one_is_ready(ext):
         pytest.skip("no precompiled header ready in this run (another worker may be building it)")
     assert (folder / "torch" / "extension.h.gch").stat().st_size > 0
     assert (folder / "torch" / "extension.h").resolve().is_file()
+
+
+def test_a_cuda_macro_no_included_header_declares_fails_the_build_as_nvcc_does():
+    """`C10_CUDA_KERNEL_LAUNCH_CHECK()` after only `<torch/extension.h>`: nvcc stops ("identifier ... is
+    undefined", KernelBench's log for 32 answers of the fork), where the emulation's runtime header, which
+    stands in for every CUDA header, used to compile it and pass (gemini level3/47's kernel never built on a GPU)."""
+    from debugger.lang.cuda.emulate.headers import build_error, undeclared
+    from tests.test_evaluate import ADD_ONE_REF, CUDA_ADD_ONE
+
+    checked = CUDA_ADD_ONE.replace("x.numel());\n    return y;", "x.numel());\n    C10_CUDA_KERNEL_LAUNCH_CHECK();\n    return y;")
+    assert checked != CUDA_ADD_ONE
+    report = evaluate(case_from_sources(ADD_ONE_REF, checked), "cpu")
+    assert report.status == "compile_error" and 'identifier "C10_CUDA_KERNEL_LAUNCH_CHECK" is undefined' in report.message
+    # declared through the header itself or one that includes it: it builds, as with nvcc
+    for header in ("c10/cuda/CUDAException.h", "ATen/cuda/CUDAContext.h"):
+        assert undeclared(f"#include <{header}>\nvoid f() {{ C10_CUDA_KERNEL_LAUNCH_CHECK(); }}") == []
+    assert undeclared("#include <torch/extension.h>\n// C10_CUDA_CHECK(x) in a comment\n") == []
+    # each unit load_inline writes is its own: an include in the C++ source does not reach the CUDA one
+    assert "cuda.cu" in build_error("m", ["#include <c10/cuda/CUDAException.h>"], ["void f() { C10_CUDA_CHECK(0); }"])

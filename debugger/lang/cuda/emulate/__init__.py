@@ -19,6 +19,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from debugger.lang.cuda.emulate.headers import build_error
 from debugger.lang.cuda.emulate.translate import Untranslatable, blocker as code_blocker, translate, unit_prelude
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -78,6 +79,9 @@ def make_load_inline(original, pch_dir: str | None = None):
                             is_python_module=is_python_module,
                             with_pytorch_error_handling=with_pytorch_error_handling,
                             keep_intermediates=keep_intermediates, **kwargs)
+        undeclared = build_error(name, _as_list(cpp_sources), _as_list(cuda_sources))
+        if undeclared:  # nvcc would stop here: the runtime header below declares everything
+            raise RuntimeError(undeclared)
         try:
             sources = emulated_unit(cpp_sources, cuda_sources)
         except Untranslatable as e:

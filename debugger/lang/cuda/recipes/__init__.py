@@ -26,6 +26,7 @@ Each recipe repairs what one CUDA static fact (facts.py, host_facts.py) points a
 | cuda_exit_after_barriers | cuda_exit_before_barrier | write_race |
 | cuda_block_scan_carry | cuda_block_scan_no_carry | scan_semantics |
 | cuda_carry_in_every_thread | cuda_carry_in_one_thread | scan_semantics |
+| cuda_include_declaring_header | (a CUDA macro no include declares: nvcc's build error) | gpu_incompatible |
 
 `RECIPES` is registered into the one recipe registry (debugger.recipes.register) when the CUDA
 language loads, so the kb backend, the diagnosis's recipe sites and its experiments all see them.
@@ -41,6 +42,7 @@ from debugger.lang.cuda.recipes.contiguous import CudaContiguousInputs
 from debugger.lang.cuda.recipes.coverage import CudaBatchLoop, CudaFusedAxisGuard
 from debugger.lang.cuda.recipes.decode import CudaDecodeOnCopy
 from debugger.lang.cuda.recipes.gelu import CudaExactGelu
+from debugger.lang.cuda.recipes.headers import CudaIncludeDeclaringHeader
 from debugger.lang.cuda.recipes.grid import (CudaBlockStrideLoop, CudaCeilDivGrid, CudaGridAxisExtent,
                                             CudaGridStrideLoop)
 from debugger.lang.cuda.recipes.partials import CudaAtomicPartials, CudaCombinePartials
@@ -54,9 +56,9 @@ RECIPES = [CudaCeilDivGrid(), CudaGridStrideLoop(), CudaGridAxisExtent(), CudaBl
            CudaFloatAccumulator(), CudaBatchNormBatchStats(), CudaSyncThreads(), CudaAtomicPartials(),
            CudaCombinePartials(), CudaBlockStrideRow(), CudaContiguousInputs(), CudaFusedAxisGuard(), CudaBatchLoop(),
            CudaExactGelu(), CudaTransposedConvWeight(), CudaAvgPoolWindow(), CudaExitAfterBarriers(),
-           CudaBlockScanCarry(), CudaCarryInEveryThread()]
+           CudaBlockScanCarry(), CudaCarryInEveryThread(), CudaIncludeDeclaringHeader()]
 
 __all__ = ["RECIPES", "CudaAtomicPartials", "CudaAvgPoolWindow", "CudaBatchLoop", "CudaBatchNormBatchStats",
            "CudaBlockScanCarry", "CudaBlockStrideLoop", "CudaCarryInEveryThread", "CudaBlockStrideRow", "CudaBoundsCheck", "CudaCeilDivGrid", "CudaCombinePartials",
            "CudaContiguousInputs", "CudaDecodeOnCopy", "CudaExactGelu", "CudaExitAfterBarriers", "CudaFloatAccumulator", "CudaFusedAxisGuard",
-           "CudaGridAxisExtent", "CudaGridStrideLoop", "CudaSyncThreads", "CudaTransposedConvWeight"]
+           "CudaGridAxisExtent", "CudaGridStrideLoop", "CudaIncludeDeclaringHeader", "CudaSyncThreads", "CudaTransposedConvWeight"]
