@@ -4,7 +4,7 @@ build error reproduced by the CPU emulation, and the recipe that includes the de
 from __future__ import annotations
 
 from debugger.case import case_from_sources
-from debugger.evaluate import evaluate
+from debugger.evaluate import evaluate, standard_checks
 from debugger.lang.cuda.emulate.headers import undeclared
 from debugger.recipes import RECIPES
 from debugger.source.tree import parses
@@ -85,7 +85,8 @@ def test_a_unit_with_no_include_gets_both_headers_at_its_top():
 
 
 def test_the_fixed_kernel_builds_and_computes_the_operator_on_the_cpu():
-    before = evaluate(case_from_sources(SCALE_REF, SCALE_CHECKED), "cpu", checks=None)
+    seed = standard_checks()[:1]  # one check: the build is what changed
+    before = evaluate(case_from_sources(SCALE_REF, SCALE_CHECKED), "cpu", checks=seed)
     assert before.status == "compile_error" and 'identifier "AT_CUDA_CHECK" is undefined' in before.message
-    after = evaluate(case_from_sources(SCALE_REF, _fixed(SCALE_CHECKED)), "cpu")
-    assert after.status == "pass", after.message
+    after = evaluate(case_from_sources(SCALE_REF, _fixed(SCALE_CHECKED)), "cpu", checks=seed)
+    assert after.status == "pass" and after.checks[0].passed, after.message
