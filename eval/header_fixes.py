@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -23,12 +24,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "eval"))
 
-from debugger.lang.cuda.emulate.headers import CPP_UNIT_PREAMBLE, CUDA_UNIT_PREAMBLE, undeclared  # noqa: E402
+from debugger.lang.cuda.emulate.headers import CPP_UNIT_PREAMBLE, CUDA_UNIT_PREAMBLE, DECLARED_IN, undeclared  # noqa: E402
 from debugger.lang.cuda.sources import find_sources  # noqa: E402
 from debugger.recipes import RECIPES  # noqa: E402
 from ingest.answers import read_pool  # noqa: E402
 
 RECIPE = "cuda_include_declaring_header"
+USES = re.compile(r"\b(?:" + "|".join(DECLARED_IN) + r")\b")
 
 
 def missing_macros(src: str) -> list[str]:
@@ -55,11 +57,13 @@ def main(argv=None) -> int:
         print(f"header_fixes: no such pool folder: {opts.pool}", file=sys.stderr)
         return 2
     answers, _ = read_pool(opts.pool)
-    rows = []
+    rows, declared = [], Counter()
     for a in answers:
         if a.language != "cuda" or not a.candidate_src or not a.reference_src:
             continue
         missing = missing_macros(a.candidate_src)
+        if not missing and USES.search(a.candidate_src):  # the control: such answers must have built
+            declared[a.recorded_class.split(" ")[0]] += 1
         if missing:
             patches = RECIPES[RECIPE].propose(a.candidate_src)
             rows.append({"id": a.id, "recorded": a.recorded, "recorded_class": a.recorded_class,
@@ -91,13 +95,15 @@ def main(argv=None) -> int:
         r.pop("answer"), r.pop("fixed_src")
     summary = {"answers": len(rows), "patched": sum(r["patched"] for r in rows),
                "recorded": dict(Counter(r["recorded_class"].split(" ")[0] for r in rows)),
+               "declared_recorded": dict(declared),
                "evaluated": dict(Counter((r["eval"]["status"], r["eval"]["kernelbench"]) for r in rows if "eval" in r))}
     if opts.json:
         print(json.dumps({"summary": {k: (str(v) if k == "evaluated" else v) for k, v in summary.items()},
                           "rows": rows}, indent=1))
     else:
         print(f"{summary['answers']} answers use a CUDA macro no include declares; the recipe patches "
-              f"{summary['patched']}. Recorded: {summary['recorded']}.")
+              f"{summary['patched']}. Recorded: {summary['recorded']}. Answers that use such a macro with an "
+              f"include declaring it, recorded: {summary['declared_recorded']}.")
         for r in rows:
             if "eval" in r:
                 print(f"| {r['id']} | {r['recorded_class']} | {', '.join(r['missing'])} | {r['eval']['status']} | "
