@@ -105,6 +105,7 @@ __global__ void missing_barrier_sum(const float* x, float* out) {  // 64 threads
 KERNELS = r"""
 #include <torch/extension.h>
 #include <cuda_runtime.h>
+#include <c10/cuda/CUDAException.h>
 #include <cub/cub.cuh>
 
 __global__ void row_sum_shared(const float* x, float* out, int cols) {
