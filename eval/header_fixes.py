@@ -8,6 +8,7 @@ the count, and for `--eval N` of them the answer with cuda_include_declaring_hea
 build now, and does it pass KernelBench's trials? The pool's files are read where they are, never copied.
 
     python eval/header_fixes.py [POOL] [--eval N] [--device cpu|cuda] [--sizes small|published] [--jobs J]
+        [--deadline S] [--jsonl ROWS.jsonl]
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import json
 import re
 import sys
 import tempfile
+import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,9 +55,17 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--jsonl", type=Path, help="append each evaluated answer's row here as it finishes")
+    ap.add_argument("--deadline", type=float, metavar="S", help="start no evaluation after S seconds")
+    ap.add_argument("--skip", type=Path, nargs="*", default=[], metavar="ROWS",
+                    help="leave out the answers these --jsonl files evaluated (a campaign over several commands)")
     opts = ap.parse_args(argv)
     if not opts.pool.is_dir():
         print(f"header_fixes: no such pool folder: {opts.pool}", file=sys.stderr)
+        return 2
+    missing_rows = [p for p in opts.skip if not p.is_file()]
+    if missing_rows:
+        print(f"header_fixes: no such rows file: {missing_rows[0]}", file=sys.stderr)
         return 2
     answers, _ = read_pool(opts.pool)
     rows, declared = [], Counter()
@@ -75,7 +86,12 @@ def main(argv=None) -> int:
         out = Path(tempfile.mkdtemp(prefix="header-fixes-"))
         kd = Kdebug(out / "data")
 
+        t0 = time.time()
+        lock = threading.Lock()
+
         def one(row):
+            if opts.deadline is not None and time.time() - t0 > opts.deadline:
+                return
             case = row["answer"].write(out / "cases")
             (case / "candidate.py").write_text(row["fixed_src"])
             res = kd.run(["eval", str(case), "--device", opts.device, "--sizes", opts.sizes, "--semantics",
@@ -87,8 +103,12 @@ def main(argv=None) -> int:
                            "seconds": res.get("seconds")}
             print(f"  {row['id']}: {row['eval']['status']} / kernelbench {row['eval']['kernelbench']} "
                   f"({row['eval']['seconds']} s)", file=sys.stderr, flush=True)
+            if opts.jsonl is not None:
+                with lock, opts.jsonl.open("a") as fh:
+                    fh.write(json.dumps({k: v for k, v in row.items() if k not in ("answer", "fixed_src")}) + "\n")
 
-        chosen = [r for r in rows if r["patched"]][:opts.eval]
+        done = {json.loads(line)["id"] for path in opts.skip for line in path.read_text().splitlines() if line.strip()}
+        chosen = [r for r in rows if r["patched"] and r["id"] not in done][:opts.eval]
         with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
             list(pool.map(one, chosen))
     for r in rows:
