@@ -5,7 +5,8 @@ units use C10_CUDA_KERNEL_LAUNCH_CHECK / C10_CUDA_CHECK / AT_CUDA_CHECK with no 
 (debugger/lang/cuda/emulate/headers.py), against what KernelBench recorded (compiled or not, its error):
 the count, and for `--eval N` of them the answer with cuda_include_declaring_header applied, evaluated by
 `kdebug eval --semantics kernelbench` (on the CPU through the emulation, or on a GPU with nvcc) - does it
-build now, and does it pass KernelBench's trials? The pool's files are read where they are, never copied.
+build now, does it pass KernelBench's trials (the pipeline verdict, the eval's status under this semantics), and
+the kernel verdict (its checks with the reference's weights mapped in)? The pool's files are read where they are, never copied.
 
     python eval/header_fixes.py [POOL] [--eval N] [--device cpu|cuda] [--sizes small|published] [--jobs J]
         [--deadline S] [--jsonl ROWS.jsonl]
@@ -97,11 +98,14 @@ def main(argv=None) -> int:
             res = kd.run(["eval", str(case), "--device", opts.device, "--sizes", opts.sizes, "--semantics",
                           "kernelbench", "--json"], timeout=opts.timeout, cwd=out)
             data = res.get("json") or {}
+            verdicts = data.get("verdicts") or {}
             row["eval"] = {"status": data.get("status") or ("timeout" if res.get("timed_out") else "error"),
-                           "kernelbench": ((data.get("verdicts") or {}).get("kernelbench") or {}).get("status"),
+                           "kernelbench": (verdicts.get("kernelbench") or {}).get("status"),
+                           "kernel": (verdicts.get("kernel") or {}).get("status"),
+                           "kernel_failed": (verdicts.get("kernel") or {}).get("failed"),
                            "message": (data.get("message") or res.get("stderr_tail") or "")[:200],
                            "seconds": res.get("seconds")}
-            print(f"  {row['id']}: {row['eval']['status']} / kernelbench {row['eval']['kernelbench']} "
+            print(f"  {row['id']}: kernel {row['eval']['kernel']} / kernelbench {row['eval']['kernelbench']} "
                   f"({row['eval']['seconds']} s)", file=sys.stderr, flush=True)
             if opts.jsonl is not None:
                 with lock, opts.jsonl.open("a") as fh:
@@ -116,7 +120,7 @@ def main(argv=None) -> int:
     summary = {"answers": len(rows), "patched": sum(r["patched"] for r in rows),
                "recorded": dict(Counter(r["recorded_class"].split(" ")[0] for r in rows)),
                "declared_recorded": dict(declared),
-               "evaluated": dict(Counter((r["eval"]["status"], r["eval"]["kernelbench"]) for r in rows if "eval" in r))}
+               "evaluated": dict(Counter((r["eval"]["kernel"], r["eval"]["kernelbench"]) for r in rows if "eval" in r))}
     if opts.json:
         print(json.dumps({"summary": {k: (str(v) if k == "evaluated" else v) for k, v in summary.items()},
                           "rows": rows}, indent=1))
@@ -126,7 +130,7 @@ def main(argv=None) -> int:
               f"include declaring it, recorded: {summary['declared_recorded']}.")
         for r in rows:
             if "eval" in r:
-                print(f"| {r['id']} | {r['recorded_class']} | {', '.join(r['missing'])} | {r['eval']['status']} | "
+                print(f"| {r['id']} | {r['recorded_class']} | {', '.join(r['missing'])} | {r['eval']['kernel']} | "
                       f"{r['eval']['kernelbench']} | {r['eval']['message'][:120]} |")
     return 0
 
