@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import threading
@@ -28,23 +27,20 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "eval"))
 
-from debugger.lang.cuda.emulate.headers import CPP_UNIT_PREAMBLE, CUDA_UNIT_PREAMBLE, DECLARED_IN, undeclared  # noqa: E402
+from debugger.lang.cuda.emulate.headers import MACRO_USE, missing_by_unit  # noqa: E402
 from debugger.lang.cuda.sources import find_sources  # noqa: E402
 from debugger.recipes import RECIPES  # noqa: E402
 from ingest.answers import read_pool  # noqa: E402
 
 RECIPE = "cuda_include_declaring_header"
-USES = re.compile(r"\b(?:" + "|".join(DECLARED_IN) + r")\b")
 
 
 def missing_macros(src: str) -> list[str]:
     """The macros the answer's load_inline units use with no include declaring them (each unit as torch
     writes it: the CUDA sources joined, the C++ sources joined)."""
     found = find_sources(src)
-    cuda = "\n".join(s.text for s in found if s.kind == "cuda")
-    cpp = "\n".join(s.text for s in found if s.kind == "cpp")
-    return sorted(set((undeclared(cuda, CUDA_UNIT_PREAMBLE) if cuda.strip() else [])
-                      + (undeclared(cpp, CPP_UNIT_PREAMBLE) if cpp.strip() else [])))
+    units = missing_by_unit([s.text for s in found if s.kind == "cpp"], [s.text for s in found if s.kind == "cuda"])
+    return sorted({m for _, missing in units for m in missing})
 
 
 def main(argv=None) -> int:
@@ -74,7 +70,7 @@ def main(argv=None) -> int:
         if a.language != "cuda" or not a.candidate_src or not a.reference_src:
             continue
         missing = missing_macros(a.candidate_src)
-        if not missing and USES.search(a.candidate_src):  # the control: such answers must have built
+        if not missing and MACRO_USE.search(a.candidate_src):  # the control: such answers must have built
             declared[a.recorded_class.split(" ")[0]] += 1
         if missing:
             patches = RECIPES[RECIPE].propose(a.candidate_src)

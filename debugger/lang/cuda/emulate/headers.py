@@ -26,7 +26,7 @@ CUDA_UNIT_PREAMBLE = ("torch/types.h", "cuda.h", "cuda_runtime.h")
 CPP_UNIT_PREAMBLE = ("torch/extension.h",)
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
-_USE = re.compile(r"\b(" + "|".join(DECLARED_IN) + r")\b")
+MACRO_USE = re.compile(r"\b(" + "|".join(DECLARED_IN) + r")\b")
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
@@ -66,21 +66,32 @@ def undeclared(unit: str, preamble: tuple[str, ...] = CUDA_UNIT_PREAMBLE) -> lis
     if _torch_include() is None:
         return []
     code = _COMMENT.sub("", unit)
-    used = sorted(set(_USE.findall(code)))
+    used = sorted(set(MACRO_USE.findall(code)))
     if not used:
         return []
     seen = set().union(*(reachable(h) for h in (*preamble, *_INCLUDE.findall(code))))
     return [name for name in used if DECLARED_IN[name] not in seen]
 
 
-def build_error(name: str, cpp_sources: list[str], cuda_sources: list[str]) -> str | None:
-    """nvcc's (or g++'s) error for the first unit of a load_inline that uses a macro no include declares,
-    worded as torch's build failure; None when every unit declares what it uses."""
+def missing_by_unit(cpp_sources: list[str], cuda_sources: list[str]) -> list[tuple[str, list[str]]]:
+    """(file, macros) for each unit a load_inline writes - cuda.cu, its CUDA sources joined; main.cpp, its C++
+    sources joined - that uses macros no include of that unit declares."""
+    out = []
     for unit, preamble, file in (("\n".join(cuda_sources), CUDA_UNIT_PREAMBLE, "cuda.cu"),
                                  ("\n".join(cpp_sources), CPP_UNIT_PREAMBLE, "main.cpp")):
         missing = undeclared(unit, preamble) if unit.strip() else []
         if missing:
-            return (f"Error building extension '{name}': {file}: error: identifier \"{missing[0]}\" is undefined "
-                    f"(kdebug's CUDA emulation, as nvcc: no included header declares it; it is defined in "
-                    f"<{DECLARED_IN[missing[0]]}>)")
-    return None
+            out.append((file, missing))
+    return out
+
+
+def build_error(name: str, cpp_sources: list[str], cuda_sources: list[str]) -> str | None:
+    """nvcc's (or g++'s) error for the first unit of a load_inline that uses a macro no include declares,
+    worded as torch's build failure; None when every unit declares what it uses."""
+    units = missing_by_unit(cpp_sources, cuda_sources)
+    if not units:
+        return None
+    file, missing = units[0]
+    return (f"Error building extension '{name}': {file}: error: identifier \"{missing[0]}\" is undefined "
+            f"(kdebug's CUDA emulation, as nvcc: no included header declares it; it is defined in "
+            f"<{DECLARED_IN[missing[0]]}>)")
