@@ -153,6 +153,26 @@ def test_the_last_reduction_of_what_the_kernels_wrote_is_light_but_redoing_the_r
         assert "torch_does_every_op" in {f.rule for f in judge(m, policy) if f.severity == REJECT}, policy
 
 
+def test_a_loss_that_ends_in_scalar_arithmetic_still_lets_pytorch_finish_what_the_kernels_wrote():
+    """F.kl_div(..., reduction="batchmean") decomposes into mul, xlogy, sub, sum and a division of the sum
+    by the batch: the last op works on a scalar. A kernel that writes the elementwise terms may leave their
+    sum to PyTorch as it may MSE's mean (qwencoder level1/98, recorded correct, was rejected on the H200)."""
+    x = [[64, 200]]
+    kl_div = {"ops": [_entry("log.default", x, x), _entry("mul.Tensor", x + x, x), _entry("xlogy.Tensor", x + x, x),
+                      _entry("sub.Tensor", x + x, x), _entry("sum.default", x, [[]]), _entry("div.Tensor", [[]], [[]])],
+              "operator_inputs": x + x, "operator_outputs": [[]]}
+    summed = {"ops": [dict(_entry("sum.default", x, [[]]), reads_kernel_output=True)],
+              "operator_inputs": x + x, "operator_outputs": [[]]}
+    m = measure(summed, kl_div, launches=1)
+    assert m.heavy == [] and m.ops[0].finishing
+    for policy in ("kernelbench", "strict"):
+        assert [f for f in judge(m, policy) if f.severity == REJECT] == [], policy
+    over_input = measure(dict(summed, ops=[_entry("sum.default", x, [[]])]), kl_div, launches=1)
+    assert "torch_compute" in {f.rule for f in judge(over_input, "strict") if f.severity == REJECT}
+    only_scalars = {"ops": [_entry("div.Tensor", [[]], [[]])], "operator_inputs": [[]], "operator_outputs": [[]]}
+    assert not measure(summed, only_scalars, launches=1).ops[0].finishing
+
+
 def test_the_gate_accepts_a_kernel_whose_host_code_sums_its_partials():
     case = case_from_sources(SMOOTH_L1, PARTIALS)
     for policy in ("strict", "kernelbench"):
@@ -319,3 +339,57 @@ def test_a_freed_intermediates_storage_stops_counting_as_derived_from_the_kernel
         del freed
     recorder.active = False
     assert span not in recorder._produced_spans() and storage_span(kept) in recorder._produced_spans()
+
+
+def _host_code_sum(write):
+    """What the work log says of a sum that an extension's host code takes over a buffer it allocated, after
+    `write(buffer, x)` filled it: the entry of `sum.default`."""
+    import types
+
+    import torch
+
+    from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord
+    from debugger.sandbox.work import WorkLog
+
+    def kl_terms_sum(p, t):  # as the host code of a CUDA extension runs it
+        out = torch.zeros_like(p)
+        write(out, p, t)
+        return out.sum() / p.shape[0]
+
+    recorder = LaunchRecorder()
+    module = types.ModuleType("ext")
+    module.kl_terms_sum = kl_terms_sum
+    recorder.wrap_extension(module)
+    p, t = torch.rand(8, 16).softmax(-1), torch.rand(8, 16).softmax(-1)
+    log = WorkLog([p, t])
+    recorder.reset(held=[p, t])
+    recorder.active = True
+    with PoisonAndRecord(None, work=log, recorder=recorder):
+        module.kl_terms_sum(p, t)
+    recorder.active = False
+    assert recorder.extension_buffers == []  # forgotten as the call returns
+    return next(e for e in log.entries.values() if e["op"] == "sum.default")
+
+
+def test_a_buffer_the_host_code_allocates_holds_what_its_raw_kernels_wrote_until_aten_writes_it():
+    """A CUDA kernel launched from host code writes through a raw pointer, which no dispatch mode sees: the
+    buffer the host code allocated for it is the kernel's output (qwencoder level1/98's `output.sum()`),
+    unless an aten op wrote it."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    def raw_kernel(out, p, t):  # what the dispatcher never sees
+        with _disable_current_modes():
+            out.copy_(t * (t.log() - p.log()))
+
+    def aten(out, p, t):
+        out.copy_(t * (t.log() - p.log()))
+
+    def aten_in_place(out, p, t):
+        raw_kernel(out, p, t)
+        out.add_(p)
+
+    entry = _host_code_sum(raw_kernel)
+    assert entry["in_extension"] and entry["reads_kernel_output"]
+    assert not _host_code_sum(aten)["reads_kernel_output"]
+    assert not _host_code_sum(aten_in_place)["reads_kernel_output"]

@@ -222,12 +222,15 @@ def _ops(work: dict | None) -> list[MeasuredOp]:
 
 def reduces_last(reference: list[MeasuredOp]) -> bool:
     """The reference ends in a loss, or in a reduction of something it computed first (MSE's mean of
-    squared differences; checks/compute.py's rule on the source): a kernel may do the rest and leave
-    that last reduction of its own results to PyTorch."""
-    if not reference:
+    squared differences; checks/compute.py's rule on the source), scalar arithmetic after it aside: a
+    kernel may do the rest and leave that last reduction of its own results to PyTorch."""
+    body = list(reference)
+    while body and all(_numel(s) <= 1 for s in body[-1].inputs + body[-1].outputs):
+        body.pop()  # arithmetic on the result's scalar: batchmean's division of kl_div's sum
+    if not body:
         return False
-    last = reference[-1].family
-    return last == "loss" or last == "reduction" and any(o.family != "reduction" for o in reference)
+    last = body[-1].family
+    return last == "loss" or last == "reduction" and any(o.family != "reduction" for o in body)
 
 
 def measure(candidate_work: dict | None, reference_work: dict | None, launches: int = 0) -> Measurement | None:

@@ -11,6 +11,9 @@
   builds (at import, in __init__ or lazily) is recorded as a launch of its own code, with the
   tensors it received and the tensors it returned (which it allocated and wrote); with capture_writes,
   what it returned and the arguments it changed are its writes (localisation of CUDA candidates).
+  Inside such a call its raw CUDA launches are not seen: a buffer its host code allocates and no aten
+  op writes (`auto out = torch::zeros_like(x); kernel<<<...>>>(..., out.data_ptr<float>()); out.sum()`)
+  holds what its kernels wrote, for the work log's "reads only what the launches wrote".
 """
 from __future__ import annotations
 
@@ -28,6 +31,11 @@ INT_POISON = -1234567
 # Ops that move data unchanged into new storage: an output copied (or cast, or concatenated) from what a
 # launch wrote is still the launch's work (a strided result filled by `out.copy_(kernel_out)`).
 COPY_OPS = {"copy_", "_to_copy", "clone", "cat", "stack", "_copy_from", "_copy_from_and_resize"}
+# Buffers an extension's host code makes for its kernels: allocations, and those filled with a constant.
+EXTENSION_BUFFER_OPS = ALLOC_OPS | {"zeros.default", "zeros_like.default", "ones.default", "ones_like.default",
+                                    "full.default", "full_like.default", "new_zeros.default", "new_ones.default",
+                                    "new_full.default"}
+CONSTANT_FILLS = {"fill_", "zero_"}  # writes into such a buffer that leave it the kernels' to write
 
 
 def poison_fill(t: torch.Tensor, value: float) -> None:
@@ -63,8 +71,9 @@ class PoisonAndRecord(TorchDispatchMode):
             if self.work is not None and not (self.recorder is not None and self.recorder.in_kernel):
                 self.work.note(func, name, args, kwargs, out,
                                in_extension=bool(self.recorder is not None and self.recorder.in_extension),
-                               written=launch_spans(self.recorder.launches, self.recorder.copies)
-                               if self.recorder is not None and self.recorder.launches else None)
+                               written=self.recorder.written_spans() if self.recorder is not None else None)
+            if self.recorder is not None:  # after the op's own entry: an allocation reads nothing
+                self.recorder.note_extension_buffer(func, name, args, kwargs, out)
         except Exception:  # noqa: BLE001
             if self.work is not None:
                 self.work.dropped += 1
@@ -104,6 +113,7 @@ class LaunchRecorder:
         self.held: list[tuple[int, int]] = []
         self._launch_products: tuple[tuple, list] = ((), [])  # (count of launches and copies, their spans)
         self.coverage = BufferCoverage()  # what of each poisoned buffer a launch received stayed poison
+        self.extension_buffers: list[tuple[int, int]] = []  # see note_extension_buffer
 
     def reset(self, capture_writes: bool = False, held: list | None = None) -> None:
         self.launches, self.writes, self._captured_bytes, self.copies = [], [], 0, []
@@ -117,6 +127,7 @@ class LaunchRecorder:
         self.derived: dict[tuple[int, int], set] = {}
         self.held = [storage_span(t) for t in held or [] if isinstance(t, torch.Tensor)]
         self._launch_products = ((), [])
+        self.extension_buffers = []
         self.coverage.reset()
 
     def _produced_spans(self) -> list[tuple[int, int]]:
@@ -145,6 +156,28 @@ class LaunchRecorder:
         """`out` was written by a launch (not as an input it read) or computed from what one wrote."""
         o0, o1 = storage_span(out)
         return any(s0 < o1 and o0 < s1 for s0, s1 in self._produced_spans())
+
+    def note_extension_buffer(self, func, name: str, args, kwargs, out) -> None:
+        """Inside a call into the candidate's extension: a buffer its host code allocates is its kernels' to
+        write (their raw launches are not seen) until an aten op other than a constant fill writes into it."""
+        if not self.active or self.in_kernel or not self.in_extension:
+            return
+        if name in EXTENSION_BUFFER_OPS:
+            if isinstance(out, torch.Tensor) and out.numel():
+                self.extension_buffers.append(storage_span(out))
+            return
+        if not self.extension_buffers or name.split(".")[0] in CONSTANT_FILLS:
+            return
+        spans = [storage_span(t) for t in _written_arguments(func, args, kwargs)]
+        if spans:
+            self.extension_buffers = [b for b in self.extension_buffers
+                                      if not any(s0 < b[1] and b[0] < s1 for s0, s1 in spans)]
+
+    def written_spans(self) -> list[tuple[int, int]] | None:
+        """Storage the launches so far received (launch_spans) and, inside an extension call, the buffers its
+        host code made for its kernels; None when there is none."""
+        spans = launch_spans(self.launches, self.copies) if self.launches else []
+        return spans + self.extension_buffers or None
 
     def note_copy(self, name: str, args, out: torch.Tensor) -> None:
         """A copy op ran: its destination's storage now holds data from its sources' storage."""
@@ -267,6 +300,8 @@ class LaunchRecorder:
                     result = __fn(*args, **kwargs)
                 finally:
                     recorder.in_extension -= 1
+                    if not recorder.in_extension:  # what it returned is now a launch's; its temporaries are freed
+                        recorder.extension_buffers = []
                 returned = result if isinstance(result, (tuple, list)) else [result]
                 tensors = [a for a in [*args, *kwargs.values(), *returned] if isinstance(a, torch.Tensor)]
                 recorder.launches.append({"kernel": __name, "tensors": [list(storage_span(a)) for a in tensors],
@@ -310,6 +345,20 @@ def _tensors(values) -> list[torch.Tensor]:
         elif isinstance(v, (list, tuple)):
             out += [t for t in v if isinstance(t, torch.Tensor)]
     return out
+
+
+def _written_arguments(func, args, kwargs) -> list[torch.Tensor]:
+    """The tensors an aten op writes: its schema's mutable arguments (`self` of add_, `out` of add.out)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return []
+    found = []
+    for i, a in enumerate(schema.arguments):
+        if a.alias_info is None or not a.alias_info.is_write:
+            continue
+        value = (kwargs or {}).get(a.name, args[i] if i < len(args) and not a.kwarg_only else None)
+        found += _tensors([value])
+    return found
 
 
 def storage_span(t: torch.Tensor) -> tuple[int, int]:
