@@ -33,11 +33,15 @@ BATCH_LIKE = re.compile(r"batch|^b$|^bs$|^n$|^m$|num_samples|samples", re.I)
 # Per check the workers hold the inputs about five times over (pristine, clone, float64 copies) plus
 # outputs of similar size: the estimate a scheduler can pack by.
 CHECK_MEMORY_FACTOR = 8
-# KernelBench's trials alone (`--checks kernelbench`) hold less: no float64 copy, one candidate run (d06a0d9). On an
-# H100 at the published sizes (run 49, `peak_bytes`) gemini level1/53 held 3.25 times its 8.6 GB of inputs (the
-# candidate 19.3 GB: its pristine inputs and the copy it runs on; the reference 8.6 GB) and gemini level1/94 2.75
-# times its 12.9 GB (18.3 + 17.2 GB), where factor 8 kept each alone on the GPU.
-TRIAL_MEMORY_FACTOR = 4
+# KernelBench's trials alone (`--checks kernelbench`) hold less: no float64 copy, one candidate run (d06a0d9). Both
+# workers' peaks (`peak_bytes`) over the inputs and largest result, at the published sizes: on an H100 (run 49) 3.25x
+# and 2.75x (gemini level1/53, level1/94); on an H200 (run 51, 39 answers) 2.2x to 5.5x, 7.4x for one of 0.25 GB
+# (level2/19: 22.2 GB for 4.0; level1/96: 37 for 8), where factor 4 left ten evaluations short of 6 GB between
+# them and four ran out of memory. Six, with EVALUATION_OVERHEAD, covers every one of them.
+TRIAL_MEMORY_FACTOR = 6
+# What an evaluation holds whatever its sizes (cuDNN/cuBLAS workspaces, the allocator's rounding): the 0.25 GB task
+# above held 1.85 GB.
+EVALUATION_OVERHEAD_BYTES = 512 << 20
 
 
 def input_constants(reference_src: str) -> dict[str, int]:

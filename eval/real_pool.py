@@ -356,6 +356,9 @@ def task_bytes(reference: Path) -> tuple[int, int, int] | None:
 
 # Model's, ModelNew's and the parameter map's copy of the weights, and the float64 reference's
 PARAM_COPIES = 5
+# KernelBench's trials alone: Model's and ModelNew's (run 51 on an H200: gemini level2/59 held 2.1 times its 4 GB of
+# weights, level2/66 and 68 2.2 times their 1 GB), with a margin
+TRIAL_PARAM_COPIES = 3
 # Admission order on a shared GPU: a lone re-run first, then an evaluation (its gate has ended: the build is
 # done), then a new gate
 GATE, EVAL, ALONE = 0, 1, 2
@@ -379,11 +382,12 @@ class DeviceMemory:
         its weights, several times over (the whole budget when they cannot be sized without running it).
         At sizes="small" (the gate's), the inputs and intermediates are scaled to the reduced sizes' input
         budget and the weights to their budget; `trials_only` (KernelBench's trials alone) counts fewer copies
-        of the inputs and results (debugger/sizes.TRIAL_MEMORY_FACTOR). Answers that create a cuBLAS handle per call allocate
+        of the inputs, results and weights (debugger/sizes.TRIAL_MEMORY_FACTOR, TRIAL_PARAM_COPIES); each
+        evaluation adds debugger/sizes.EVALUATION_OVERHEAD_BYTES. Answers that create a cuBLAS handle per call allocate
         outside PyTorch's allocator and never check its status: an underestimate can starve them
         (suspected where opus level2/40 was judged nondeterministic on an H100 shared by four jobs whose
         weights were not counted)."""
-        from debugger.sizes import BUDGET_BYTES, BUDGET_PARAM_BYTES, check_memory_estimate
+        from debugger.sizes import BUDGET_BYTES, BUDGET_PARAM_BYTES, EVALUATION_OVERHEAD_BYTES, check_memory_estimate
 
         size = task_bytes(reference)
         if size is None:
@@ -393,7 +397,8 @@ class DeviceMemory:
             scale = min(1.0, BUDGET_BYTES["cuda"] / inputs) if inputs else 1.0
             inputs, results = int(inputs * scale), int(results * scale)
             params = min(params, BUDGET_PARAM_BYTES["cuda"])
-        return check_memory_estimate(inputs, results, trials_only) + PARAM_COPIES * params
+        copies = TRIAL_PARAM_COPIES if trials_only else PARAM_COPIES
+        return check_memory_estimate(inputs, results, trials_only) + copies * params + EVALUATION_OVERHEAD_BYTES
 
     def hold(self, need: int, rank: int = EVAL):
         alone = rank == ALONE
