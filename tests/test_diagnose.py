@@ -172,7 +172,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(37, 300)]
+    return [torch.randn(13, 300)]
 
 
 def get_init_inputs():
