@@ -9,6 +9,7 @@ worker, which the candidate's process never sees.
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -329,7 +330,7 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
     measured: dict = {}  # reduce_shapes measures the published shapes again: the reference is asked once
 
     def measure(shapes: dict):
-        key = tuple(sorted(shapes.items()))
+        key = json.dumps(shapes, sort_keys=True)  # a list of widths among the values
         if key not in measured:
             measured[key] = _measure(shapes)
         return measured[key]
@@ -363,7 +364,7 @@ def _plan_sizes(case: Case, reference, device: str, mode: str, timeout: float) -
     if shapes and not free.get("forward_runs"):
         shapes = _shapes_the_reference_runs(case, reference, shapes, timeout)
         now = (measure(shapes) or (published,))[0] if shapes else published
-    reduced = measured.get(tuple(sorted(shapes.items()))) if shapes else first
+    reduced = measured.get(json.dumps(shapes, sort_keys=True)) if shapes else first
     return {"mode": mode, "shapes": shapes, "published_input_bytes": published, "input_bytes": now,
             "memory_estimate_bytes": plan.check_memory_estimate(now, (reduced[3] if reduced else None) or 0),
             "reduced": bool(shapes), "param_bytes": reduced[2] if reduced else None, "published_param_bytes": params}

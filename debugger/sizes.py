@@ -57,14 +57,28 @@ def input_constants(reference_src: str) -> dict[str, int]:
 
 
 def init_constants(reference_src: str) -> dict[str, int]:
-    """Module-level int constants (> 1) get_init_inputs() reads (the widths Model's layers are built
-    with), largest first: what shrinks a reference's parameters."""
+    """Module-level int constants (> 1) and lists of them get_init_inputs() reads (the widths Model's layers are
+    built with: `hidden_layer_sizes = [32768, 32768]` in KernelBench's MLPs), largest first: what shrinks a
+    reference's parameters."""
     tree = ast.parse(reference_src)
     read = _names_read(tree, "get_init_inputs")
     if read is None:
         return {}
-    keep = {k: v for k, v in _int_constants(tree).items() if k in read and v > 1}
-    return dict(sorted(keep.items(), key=lambda kv: -kv[1]))
+    keep: dict[str, int | list[int]] = {k: v for k, v in _int_constants(tree).items() if k in read and v > 1}
+    keep.update({k: v for k, v in _int_list_constants(tree).items() if k in read and max(v) > 1})
+    return dict(sorted(keep.items(), key=lambda kv: -extent(kv[1])))
+
+
+def extent(value: int | list[int]) -> int:
+    """A size constant's magnitude: the int, or a list's largest element (`hidden_layer_sizes = [32768, 32768]`)."""
+    return max(value) if isinstance(value, list) else value
+
+
+def halved(value: int | list[int]) -> int | list[int]:
+    """A size constant at half its value (each element of a list of widths), never below 2."""
+    if isinstance(value, list):
+        return [max(2, v // 2) if v > 2 else v for v in value]
+    return max(2, value // 2)
 
 
 def _names_read(tree: ast.Module, function: str) -> set[str] | None:
@@ -88,6 +102,28 @@ def _int_constants(tree: ast.Module) -> dict[str, int]:
             if value is not None:
                 known[t.id] = value
     return known
+
+
+def _int_list_constants(tree: ast.Module) -> dict[str, list[int]]:
+    """The module's list constants of ints (`[16384, 16384]`, `[1024] * 16`), read with its int constants."""
+    known = _int_constants(tree)
+    found: dict[str, list[int]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = _int_list_value(node.value, known)
+            if value:
+                found[node.targets[0].id] = value
+    return found
+
+
+def _int_list_value(node: ast.AST, known: dict[str, int]) -> list[int] | None:
+    if isinstance(node, ast.List):
+        values = [_int_value(e, known) for e in node.elts]
+        return None if not values or any(v is None for v in values) else values
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        items, times = _int_list_value(node.left, known), _int_value(node.right, known)
+        return items * times if items is not None and times is not None and 0 < times <= 4096 else None
+    return None
 
 
 _INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
@@ -144,14 +180,14 @@ def reduce_shapes(reference_src: str, measure, budget: int, max_steps: int = 40,
             break
         name = None
         if not params_fit(now):  # the weights: halve the largest width they are built with
-            name = max((k for k in widths if shapes.get(k, widths[k]) >= 4),
-                       key=lambda k: shapes.get(k, widths[k]), default=None)
+            name = max((k for k in widths if extent(shapes.get(k, widths[k])) >= 4),
+                       key=lambda k: extent(shapes.get(k, widths[k])), default=None)
         if name is None and not inputs_fit(now):  # halve the first constant (in scaling order) that can shrink
             name = next((k for k in consts if shapes.get(k, consts[k]) >= 4), None)
         if name is None:
             break
         base = consts if name in consts else widths
-        trial = dict(shapes, **{name: max(2, shapes.get(name, base[name]) // 2)})
+        trial = dict(shapes, **{name: halved(shapes.get(name, base[name]))})
         got = sized(trial)
         if got is None:
             base.pop(name)

@@ -473,7 +473,7 @@ class CandidateRole:
         if not spec.get("plan_shapes"):
             return {}
         return {k: v for k, v in (spec.get("shapes") or {}).items()
-                if isinstance(getattr(self.cand_module, k, None), int)
+                if isinstance(getattr(self.cand_module, k, None), (int, list))
                 and getattr(self.cand_module, k) == getattr(self.ref_module, k, None)}
 
     def run(self, spec: dict) -> tuple[dict, channel.TensorBlob | None]:
