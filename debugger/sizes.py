@@ -56,7 +56,7 @@ def input_constants(reference_src: str) -> dict[str, int]:
     return dict(sorted(keep.items(), key=lambda kv: (not BATCH_LIKE.search(kv[0]), -kv[1])))
 
 
-def init_constants(reference_src: str) -> dict[str, int]:
+def init_constants(reference_src: str) -> dict[str, int | list[int]]:
     """Module-level int constants (> 1) and lists of them get_init_inputs() reads (the widths Model's layers are
     built with: `hidden_layer_sizes = [32768, 32768]` in KernelBench's MLPs), largest first: what shrinks a
     reference's parameters."""
