@@ -64,8 +64,9 @@ def init_constants(reference_src: str) -> dict[str, int | list[int]]:
     read = _names_read(tree, "get_init_inputs")
     if read is None:
         return {}
-    keep: dict[str, int | list[int]] = {k: v for k, v in _int_constants(tree).items() if k in read and v > 1}
-    keep.update({k: v for k, v in _int_list_constants(tree).items() if k in read and max(v) > 1})
+    ints = _int_constants(tree)
+    keep: dict[str, int | list[int]] = {k: v for k, v in ints.items() if k in read and v > 1}
+    keep.update({k: v for k, v in _int_list_constants(tree, ints).items() if k in read and max(v) > 1})
     return dict(sorted(keep.items(), key=lambda kv: -extent(kv[1])))
 
 
@@ -104,9 +105,8 @@ def _int_constants(tree: ast.Module) -> dict[str, int]:
     return known
 
 
-def _int_list_constants(tree: ast.Module) -> dict[str, list[int]]:
-    """The module's list constants of ints (`[16384, 16384]`, `[1024] * 16`), read with its int constants."""
-    known = _int_constants(tree)
+def _int_list_constants(tree: ast.Module, known: dict[str, int]) -> dict[str, list[int]]:
+    """The module's list constants of ints (`[16384, 16384]`, `[1024] * 16`), read with its int constants `known`."""
     found: dict[str, list[int]] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

@@ -288,9 +288,10 @@ def test_an_output_pytorch_computes_from_what_the_kernels_wrote_is_kernelbenchs_
     assert not check(discarded, "cpu", full=False, policy="kernelbench").accepted
 
 
-def _recording_an_extension():
-    """A LaunchRecorder over a stand-in extension whose one function doubles its input, recording now,
-    and the input it is held to read: (recorder, module, x)."""
+def _recording_an_extension(functions: dict | None = None, held: list | None = None):
+    """A LaunchRecorder over a stand-in extension with these functions (by default one that doubles its
+    input), recording now, and the inputs it is held to read (by default one 8 x 4 tensor): (recorder,
+    module, the first input)."""
     import types
 
     import torch
@@ -299,12 +300,13 @@ def _recording_an_extension():
 
     recorder = LaunchRecorder()
     module = types.ModuleType("ext")
-    module.double_it = lambda x: x * 2
+    for name, fn in (functions or {"double_it": lambda x: x * 2}).items():
+        setattr(module, name, fn)
     recorder.wrap_extension(module)
-    x = torch.randn(8, 4)
-    recorder.reset(held=[x])
+    held = held if held is not None else [torch.randn(8, 4)]
+    recorder.reset(held=held)
     recorder.active = True
-    return recorder, module, x
+    return recorder, module, held[0]
 
 
 def test_what_pytorch_computes_from_a_launchs_output_derives_from_the_kernels_and_from_an_input_does_not():
@@ -343,12 +345,10 @@ def test_a_freed_intermediates_storage_stops_counting_as_derived_from_the_kernel
 
 def _host_code_sum(write):
     """What the work log says of a sum that an extension's host code takes over a buffer it allocated, after
-    `write(buffer, x)` filled it: the entry of `sum.default`."""
-    import types
-
+    `write(buffer, p, t)` filled it: the entry of `sum.default`."""
     import torch
 
-    from debugger.sandbox.hooks import LaunchRecorder, PoisonAndRecord
+    from debugger.sandbox.hooks import PoisonAndRecord
     from debugger.sandbox.work import WorkLog
 
     def kl_terms_sum(p, t):  # as the host code of a CUDA extension runs it
@@ -356,14 +356,9 @@ def _host_code_sum(write):
         write(out, p, t)
         return out.sum() / p.shape[0]
 
-    recorder = LaunchRecorder()
-    module = types.ModuleType("ext")
-    module.kl_terms_sum = kl_terms_sum
-    recorder.wrap_extension(module)
     p, t = torch.rand(8, 16).softmax(-1), torch.rand(8, 16).softmax(-1)
+    recorder, module, _ = _recording_an_extension({"kl_terms_sum": kl_terms_sum}, [p, t])
     log = WorkLog([p, t])
-    recorder.reset(held=[p, t])
-    recorder.active = True
     with PoisonAndRecord(None, work=log, recorder=recorder):
         module.kl_terms_sum(p, t)
     recorder.active = False
