@@ -36,8 +36,9 @@ CHECK_MEMORY_FACTOR = 8
 # KernelBench's trials alone (`--checks kernelbench`) hold less: no float64 copy, one candidate run (d06a0d9). Both
 # workers' peaks (`peak_bytes`) over the inputs and largest result, at the published sizes: on an H100 (run 49) 3.25x
 # and 2.75x (gemini level1/53, level1/94); on an H200 (run 51, 39 answers) 2.2x to 5.5x, 7.4x for one of 0.25 GB
-# (level2/19: 22.2 GB for 4.0; level1/96: 37 for 8), where factor 4 left ten evaluations short of 6 GB between
-# them and four ran out of memory. Six, with EVALUATION_OVERHEAD, covers every one of them.
+# (level2/19: 22.2 GB for 4.0; level1/96: 37 for 8), where factor 4 left 16 of its 38 sized evaluations 28 GiB short
+# between them and four ran out of memory. Six, with EVALUATION_OVERHEAD, covers every one of them
+# (`python eval/memory_fit.py POOL ROWS.jsonl`).
 TRIAL_MEMORY_FACTOR = 6
 # What an evaluation holds whatever its sizes (cuDNN/cuBLAS workspaces, the allocator's rounding): the 0.25 GB task
 # above held 1.85 GB.

@@ -579,3 +579,25 @@ def test_a_campaign_leaves_out_what_earlier_runs_judged_and_runs_again_what_they
     assert "less 1 earlier runs' judged answers" in summary["selection"]
     with pytest.raises(SystemExit):  # a rows file that is not there: a one-line error, nothing run
         real_pool.parse([str(pool), "--skip-judged", str(tmp_path / "missing.jsonl")])
+
+
+def test_memory_fit_lists_the_rows_that_held_more_than_they_are_admitted_by(tmp_path):
+    """eval/memory_fit.py: each agreement row's summed worker peaks against the task's admission need now."""
+    spec = importlib.util.spec_from_file_location("memory_fit", REPO / "eval" / "memory_fit.py")
+    memory_fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(memory_fit)
+    (tmp_path / "KernelBench" / "level1").mkdir(parents=True)
+    reference = tmp_path / "KernelBench" / "level1" / "1_Wide.py"
+    reference.write_text(WIDE_LINEAR_REF)
+    need = real_pool.DeviceMemory(100 << 30).need(reference, trials_only=True)
+
+    def row(name, peak):
+        return {"id": name, "problem": "level1/1 1_Wide", "memory_estimate_bytes": 1,
+                "eval": {"peak_bytes": {"candidate": peak - peak // 2, "reference": peak // 2}}}
+
+    rows = [row("fits", need - 1), row("over", need + 1), {"id": "no_peak", "problem": "level1/1 1_Wide", "eval": {}}]
+    result = memory_fit.fit(rows, tmp_path)
+    assert [r["id"] for r in result["rows"]] == ["fits", "over"] and [r["id"] for r in result["short"]] == ["over"]
+    assert result["rows"][0]["need"] == need and result["unsized"] == []
+    assert [r["id"] for r in result["over_recorded"]] == ["fits", "over"]  # both ran under an estimate of 1 byte
+    assert memory_fit.main([str(tmp_path / "nowhere"), str(tmp_path / "rows.jsonl")]) == 2
