@@ -24,11 +24,11 @@ def overlap(pool: Path, shards: list[int], n: int, rows: list[Path]) -> list[str
     judged = real_pool.judged_ids([REPO / p for p in EARLIER] + rows, "kernelbench")
     left = {str(Path(a.location).resolve()): a.id for a in real_pool.select(answers, "judged", None)
             if a.id not in judged}
-    gate = real_static.kernelbench_answers(pool / "kernelbench-fork") + \
-        real_static.tritonbench_answers(pool / "tritonbench-t-dev" / "honest")
+    gate = real_static.gate_answers(pool)
     ids = []
     for k in shards:
-        ids += [left[p] for p in (str(Path(g["candidate"]).resolve()) for g in gate[k - 1::n]) if p in left]
+        ids += [left[p] for p in (str(Path(g["candidate"]).resolve()) for g in real_static.select(gate, shard=f"{k}/{n}"))
+                if p in left]
     return ids
 
 

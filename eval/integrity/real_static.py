@@ -81,6 +81,11 @@ def tritonbench_answers(folder: Path) -> list[dict]:
             for case in sorted(folder.iterdir()) if (case / "candidate.py").exists()]
 
 
+def gate_answers(real: Path) -> list[dict]:
+    """Every answer the calibration judges, in the order its shards slice: the fork's, then TritonBench's honest ones."""
+    return kernelbench_answers(real / "kernelbench-fork") + tritonbench_answers(real / "tritonbench-t-dev" / "honest")
+
+
 def judge(answer: dict, policy: str) -> dict:
     """The static gate's verdict on one answer under one policy."""
     from debugger.integrity.findings import REJECT
@@ -129,9 +134,7 @@ def run(real: Path, policies: tuple[str, ...], *, dynamic: bool = False, device:
         sample: int | None = None, jobs: int = 1, deadline: float | None = None, sizes: str = "published",
         min_left: float = 150.0, skip: set[str] = frozenset()) -> dict:
     """Verdicts for every answer under every policy, with the counts."""
-    answers = kernelbench_answers(real / "kernelbench-fork") + \
-        tritonbench_answers(real / "tritonbench-t-dev" / "honest")
-    answers = select(answers, match=match, shard=shard, sample=sample, skip=skip)
+    answers = select(gate_answers(real), match=match, shard=shard, sample=sample, skip=skip)
     rows = []
     sink = jsonl.open("a") if jsonl else None
     if dynamic:
