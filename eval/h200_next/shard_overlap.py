@@ -1,5 +1,5 @@
-"""Which answers the agreement campaign still has to judge (issue 15) that a gate shard judges too (issue 16):
-their ids, comma-separated, for gate_agree.jobs' AG_MATCH, so one load_inline build serves both jobs.
+"""Which answers the agreement campaign still has to judge (issue 15) that a gate shard judges too
+(issue 16): their ids, comma-separated, for gate_agree.jobs' AG_MATCH, so one load_inline build serves both jobs.
 
     python eval/h200_next/shard_overlap.py POOL_DIR K/N ROWS...   # POOL_DIR holds kernelbench-fork/ and tritonbench-t-dev/
 
@@ -16,7 +16,8 @@ sys.path[:0] = [str(REPO), str(REPO / "eval"), str(REPO / "eval" / "integrity")]
 import real_pool  # noqa: E402
 import real_static  # noqa: E402
 
-EARLIER = ["eval/real_pool_h200_2026-12-02/fork_correct_rows.json", "eval/real_pool_h200_2026-12-02/fork_mismatch_rows.json"]
+EARLIER = ["eval/real_pool_h200_2026-12-02/fork_correct_rows.json",
+           "eval/real_pool_h200_2026-12-02/fork_mismatch_rows.json"]
 
 
 def overlap(pool: Path, shards: list[int], n: int, rows: list[Path]) -> list[str]:
@@ -27,8 +28,8 @@ def overlap(pool: Path, shards: list[int], n: int, rows: list[Path]) -> list[str
     gate = real_static.gate_answers(pool)
     ids = []
     for k in shards:
-        ids += [left[p] for p in (str(Path(g["candidate"]).resolve()) for g in real_static.select(gate, shard=f"{k}/{n}"))
-                if p in left]
+        shard = real_static.select(gate, shard=f"{k}/{n}")
+        ids += [left[p] for p in (str(Path(g["candidate"]).resolve()) for g in shard) if p in left]
     return ids
 
 

@@ -82,7 +82,8 @@ def tritonbench_answers(folder: Path) -> list[dict]:
 
 
 def gate_answers(real: Path) -> list[dict]:
-    """Every answer the calibration judges, in the order its shards slice: the fork's, then TritonBench's honest ones."""
+    """Every answer the calibration judges, in the order its shards slice: the fork's, then TritonBench's
+    honest ones."""
     return kernelbench_answers(real / "kernelbench-fork") + tritonbench_answers(real / "tritonbench-t-dev" / "honest")
 
 
